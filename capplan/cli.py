@@ -1,0 +1,30 @@
+"""The ``capplan`` command line (typer + rich).
+
+Each sub-command lives in ``capplan/commands/<name>.py`` and exposes
+``register(app: typer.Typer) -> None``; heavy imports (pandas, prefect,
+statsmodels) stay inside the command functions so ``capplan --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+from capplan.commands import COMMAND_MODULES
+
+app = typer.Typer(
+    name="capplan",
+    help="Forecast LLM-serving traffic from request logs and plan the GPU fleet and its cost.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"capplan.commands.{_name}").register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

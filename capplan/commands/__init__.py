@@ -1,0 +1,7 @@
+"""CLI sub-commands; each module defines ``register(app)``.
+
+Add a module's name here when you add the module.
+"""
+
+COMMAND_MODULES: list[str] = [
+]

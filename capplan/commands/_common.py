@@ -1,0 +1,43 @@
+"""Helpers shared by the sub-commands: config loading, JSON output, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from capplan.config import CapplanConfig, ConfigError, load_config
+
+console = Console(stderr=True)
+
+CONFIG_OPTION = typer.Option(None, "--config", "-c", help="capplan.toml to use (default: built-in defaults).")
+DB_OPTION = typer.Option(None, "--db", help="DuckDB file (default: [database].path from the config).")
+JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print a one-line error (no stack trace) and exit non-zero."""
+    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def load(config: Path | None) -> CapplanConfig:
+    """Load the config or exit with the ConfigError's message."""
+    try:
+        return load_config(config)
+    except ConfigError as exc:
+        fail(str(exc), code=2)
+
+
+def db_path(cfg: CapplanConfig, db: Path | None) -> Path:
+    """The database path: ``--db`` wins over the config."""
+    return db if db is not None else cfg.database.path
+
+
+def print_json(payload: Any) -> None:
+    """Write ``payload`` as JSON to stdout (dates and paths as strings)."""
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")

@@ -1,0 +1,172 @@
+"""capplan's configuration: one TOML file parsed once into typed, validated objects.
+
+``load_config(path)`` reads ``capplan.toml`` (see ``data/capplan.toml`` for a
+documented example), resolves relative paths against the file's folder and
+returns a :class:`CapplanConfig`. A bad value raises :class:`ConfigError`
+naming the key, the value and what was expected. Every assumed figure
+(GPU throughput, prices, KV sizes, utilisation targets) is a named field with a
+description, so reports can list it as *assumed* beside the *measured* figures.
+
+Each stage owns its section class below; add fields there, with a
+``description`` and units in the name (``_s``, ``_ms``, ``_usd``, ``_fraction``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+REPO_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, of the wrong type or out of range."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatabaseConfig(_Section):
+    path: Path = Field(Path("capplan.duckdb"), description="DuckDB database file (created if missing).")
+
+
+class SourceConfig(_Section):
+    """One source of request logs and how its columns map to the canonical row."""
+
+    name: str = Field(description="Source name recorded in the ingest ledger.")
+    paths: list[str] = Field(default_factory=list, description="Files or glob patterns.")
+    preset: str = Field("canonical", description="Column-mapping preset: 'canonical' or 'azure'.")
+    columns: dict[str, str] = Field(default_factory=dict, description="canonical column -> source column.")
+    timestamp_unit: Literal["s", "ms", "us"] | None = Field(None, description="Unit of numeric timestamps.")
+    origin: str | None = Field(None, description="ISO timestamp that relative timestamps count from.")
+    timezone: str | None = Field(None, description="IANA zone of naive timestamps (default UTC).")
+
+
+class IngestConfig(_Section):
+    sources: list[SourceConfig] = Field(default_factory=list)
+    context_limit_tokens: int = Field(
+        131_072, gt=0, description="Rows with input+output tokens above this are quarantined. [tokens]")
+    on_changed_file: Literal["refuse", "replace"] = Field(
+        "refuse", description="What to do when a path already ingested now has different content.")
+
+
+class ProfileConfig(_Section):
+    ttft_threshold_ms: float = Field(
+        2_000.0, gt=0, description="A request is 'good' if successful and TTFT <= this. [ms]")
+    empty_hours: Literal["missing", "zero"] = Field(
+        "missing", description="Hours with no rows inside the span: a logging gap or true zero traffic.")
+
+
+class ForecastConfig(_Section):
+    horizon_months: int = Field(3, ge=1, le=24, description="How many months ahead to plan. [months]")
+    levels: tuple[int, ...] = Field((80, 95), description="Prediction-interval levels. [%]")
+
+
+class SizingConfig(_Section):
+    gpu: str = Field("H100-SXM-80GB", description="GPU type, a key of the GPU catalogue.")
+    model: str = Field("llama-3.1-8b", description="Model architecture, a key of the model catalogue.")
+    gpu_catalogue: Path = Field(REPO_DATA_DIR / "gpus.toml", description="GPU catalogue (TOML).")
+    model_catalogue: Path = Field(REPO_DATA_DIR / "models.toml", description="Model catalogue (TOML).")
+    target_utilisation: float = Field(
+        0.6, gt=0, le=1, description="ASSUMED fraction of per-GPU peak throughput used at peak load.")
+    spares: int = Field(1, ge=0, description="N+k: spare GPUs (or replicas) beyond the need. [count]")
+    zones: int = Field(1, ge=1, description="Availability zones the fleet is spread over. [count]")
+    zones_lost: int = Field(0, ge=0, description="Zones whose loss the fleet must survive. [count]")
+    growth_safety_factor: float = Field(1.0, ge=1, description="Multiplier for forecast error. [ratio]")
+    rollout_surge_fraction: float = Field(
+        0.0, ge=0, description="Extra capacity during rolling deploys. [fraction of need]")
+
+
+class CostConfig(_Section):
+    price_book: Path = Field(REPO_DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
+    interruptible_share: float = Field(
+        0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption. [fraction]")
+
+
+class SloConfig(_Section):
+    name: str = Field("availability", description="SLO name.")
+    target: float = Field(0.999, gt=0, lt=1, description="Fraction of good events promised. [fraction]")
+    window_days: int = Field(30, ge=1, description="Rolling window. [days]")
+    ttft_threshold_ms: float | None = Field(
+        None, gt=0, description="If set, a good event also needs TTFT <= this. [ms]")
+    kind: Literal["request", "time"] = Field("request", description="Request-based or bad-minutes SLO.")
+
+
+class DriftConfig(_Section):
+    window_days: int = Field(7, ge=1, description="Comparison window length. [days]")
+    baseline_days: int = Field(28, ge=1, description="Baseline window length before it. [days]")
+
+
+class ReportConfig(_Section):
+    out_dir: Path = Field(Path("reports/out"), description="Reports go to <out_dir>/<YYYY-MM>/.")
+
+
+class ScheduleConfig(_Section):
+    plan_cron: str = Field("0 6 1 * *", description="Cron for the monthly plan.")
+    timezone: str = Field("UTC", description="IANA zone of the cron schedule.")
+    ingest_cron: str = Field("0 5 * * *", description="Cron for the daily ingest of drop_folder.")
+    drop_folder: Path | None = Field(None, description="Folder whose new files the daily ingest loads.")
+
+
+class CapplanConfig(_Section):
+    database: DatabaseConfig = DatabaseConfig()
+    ingest: IngestConfig = IngestConfig()
+    profile: ProfileConfig = ProfileConfig()
+    forecast: ForecastConfig = ForecastConfig()
+    sizing: SizingConfig = SizingConfig()
+    cost: CostConfig = CostConfig()
+    slos: list[SloConfig] = Field(default_factory=lambda: [SloConfig()])
+    drift: DriftConfig = DriftConfig()
+    report: ReportConfig = ReportConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+
+
+def _format_error(err: dict[str, Any], source: str) -> str:
+    key = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    return f"{source}: key {key!r} = {value!r}: {err['msg']}"
+
+
+def _resolve_paths(obj: Any, base: Path) -> Any:
+    """Return ``obj`` with every relative ``Path`` field made relative to ``base``."""
+    if isinstance(obj, BaseModel):
+        updates = {name: _resolve_paths(getattr(obj, name), base) for name in type(obj).model_fields}
+        return obj.model_copy(update=updates)
+    if isinstance(obj, list):
+        return [_resolve_paths(v, base) for v in obj]
+    if isinstance(obj, Path) and not obj.is_absolute():
+        return base / obj
+    return obj
+
+
+def parse_config(data: dict[str, Any], *, source: str = "<config>", base_dir: Path | None = None) -> CapplanConfig:
+    """Validate a config mapping; relative paths are resolved against ``base_dir``."""
+    try:
+        cfg = CapplanConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = [_format_error(e, source) for e in exc.errors()]
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines)) from None
+    return _resolve_paths(cfg, base_dir) if base_dir is not None else cfg
+
+
+def load_config(path: str | Path | None) -> CapplanConfig:
+    """Read and validate a TOML config file; ``None`` gives the defaults."""
+    if path is None:
+        return CapplanConfig()
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    return parse_config(data, source=str(p), base_dir=p.resolve().parent)
+
+
+def dump_config(cfg: CapplanConfig) -> dict[str, Any]:
+    """The resolved config as plain data (paths as strings), for writing beside outputs."""
+    return cfg.model_dump(mode="json")
