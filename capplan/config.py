@@ -87,6 +87,24 @@ class CostConfig(_Section):
         0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption. [fraction]")
 
 
+class BurnRateAlertConfig(_Section):
+    """One multi-window burn-rate alert rule (SRE Workbook ch. 5)."""
+
+    severity: Literal["page", "ticket"] = Field(description="What the alert does: page a human or open a ticket.")
+    long_window_minutes: int = Field(ge=1, description="Long window; gives significance. [min]")
+    short_window_minutes: int = Field(ge=1, description="Short window; lets the alert reset soon. [min]")
+    burn_rate_threshold: float = Field(gt=0, description="Both windows' burn rates must reach this. [ratio]")
+
+
+def _workbook_alerts() -> list[BurnRateAlertConfig]:
+    return [
+        BurnRateAlertConfig(severity="page", long_window_minutes=60, short_window_minutes=5, burn_rate_threshold=14.4),
+        BurnRateAlertConfig(severity="page", long_window_minutes=360, short_window_minutes=30, burn_rate_threshold=6.0),
+        BurnRateAlertConfig(severity="ticket", long_window_minutes=4320, short_window_minutes=360,
+                            burn_rate_threshold=1.0),
+    ]
+
+
 class SloConfig(_Section):
     name: str = Field("availability", description="SLO name.")
     target: float = Field(0.999, gt=0, lt=1, description="Fraction of good events promised. [fraction]")
@@ -94,11 +112,26 @@ class SloConfig(_Section):
     ttft_threshold_ms: float | None = Field(
         None, gt=0, description="If set, a good event also needs TTFT <= this. [ms]")
     kind: Literal["request", "time"] = Field("request", description="Request-based or bad-minutes SLO.")
+    model: str | None = Field(None, description="Only requests to this model count; None = all models.")
+    bad_minute_below_fraction: float = Field(
+        0.99, gt=0, le=1,
+        description="Time-based SLOs: a minute with traffic is bad if its good fraction is below this. [fraction]")
+    alerts: list[BurnRateAlertConfig] = Field(
+        default_factory=_workbook_alerts,
+        description="Multi-window burn-rate rules; default: the SRE Workbook's 14.4x/1h, 6x/6h pages, 1x/3d ticket.")
 
 
 class DriftConfig(_Section):
     window_days: int = Field(7, ge=1, description="Comparison window length. [days]")
     baseline_days: int = Field(28, ge=1, description="Baseline window length before it. [days]")
+    psi_threshold: float = Field(
+        0.1, gt=0, description="Population stability index a window must reach to alert. [dimensionless]")
+    relative_mean_change_threshold: float = Field(
+        0.1, gt=0, description="|mean(window)/mean(baseline) - 1| a window must reach to alert. [fraction]")
+    p_value_threshold: float = Field(
+        1e-3, gt=0, lt=1, description="Two-sample (chi-square homogeneity) p-value a window must fall below. [probability]")
+    min_requests_per_window: int = Field(
+        500, ge=1, description="Windows (or baselines) with fewer requests are not tested. [requests]")
 
 
 class ReportConfig(_Section):
