@@ -1,0 +1,227 @@
+"""Charts for the monthly capacity plan: one ``plot_*(ax, ...)`` per figure, one saver.
+
+Each ``plot_*`` function draws on the matplotlib ``Axes`` it is given and returns
+the artists it drew; it never creates figures or touches files, so drawing stays
+apart from collecting the data. Every axis label carries its unit. :func:`chart_png`
+lays a figure out and returns it as PNG bytes; it uses :class:`matplotlib.figure.Figure`
+directly (not ``pyplot``) so charts can be drawn from worker threads.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: Colours used consistently across charts (matplotlib's default cycle).
+COLOURS = {"p50": "C0", "band": "C0", "history": "0.35", "throughput": "C1", "memory": "C2",
+           "headroom": "0.75", "chosen": "C3"}
+
+
+def plot_qps_forecast(ax: Axes, history_qps: pd.Series, forecast: pd.DataFrame,
+                      levels: Sequence[int] = (80, 95)) -> list[Any]:
+    """Hourly QPS history and the forecast fan.
+
+    Parameters
+    ----------
+    ax : Axes
+        Where to draw.
+    history_qps : pandas.Series
+        Observed mean QPS per hour, indexed by hour (UTC). [requests/s]
+    forecast : pandas.DataFrame
+        Indexed by hour (UTC), columns ``mean`` and ``lo_<L>``/``hi_<L>`` for each level. [requests/s]
+    levels : sequence of int
+        Interval levels to shade, widest drawn first. [%]
+
+    Returns
+    -------
+    list
+        The drawn artists.
+    """
+    artists: list[Any] = list(ax.plot(history_qps.index, history_qps.to_numpy(), lw=0.6,
+                                      color=COLOURS["history"], label="observed"))
+    for i, level in enumerate(sorted(levels, reverse=True)):
+        artists.append(ax.fill_between(forecast.index, forecast[f"lo_{level}"], forecast[f"hi_{level}"],
+                                       color=COLOURS["band"], alpha=0.15 + 0.15 * i, lw=0,
+                                       label=f"{level}% interval"))
+    artists += ax.plot(forecast.index, forecast["mean"], lw=0.8, color=COLOURS["p50"], label="forecast (P50)")
+    ax.set_xlabel("Time [UTC]")
+    ax.set_ylabel("Mean QPS per hour [requests/s]")
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
+def plot_peak_to_average(ax: Axes, daily: pd.DataFrame) -> list[Any]:
+    """Daily peak-second QPS divided by the daily mean QPS.
+
+    Parameters
+    ----------
+    daily : pandas.DataFrame
+        Columns ``day`` (date), ``peak_qps`` and ``avg_qps``. [requests/s]
+    """
+    ratio = daily["peak_qps"] / daily["avg_qps"].where(daily["avg_qps"] > 0)
+    artists = list(ax.plot(pd.to_datetime(daily["day"]), ratio, marker=".", lw=0.8, color=COLOURS["p50"]))
+    artists.append(ax.axhline(float(ratio.median()), ls="--", color="0.5", lw=0.8, label="median"))
+    ax.set_xlabel("Day [UTC]")
+    ax.set_ylabel("Peak-to-average QPS [ratio]")
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
+def plot_token_distribution(ax: Axes, hist: pd.DataFrame, kind: str) -> list[Any]:
+    """Token-length distribution of one kind, baseline window against recent window.
+
+    Parameters
+    ----------
+    hist : pandas.DataFrame
+        Columns ``window`` (e.g. ``'baseline'``, ``'recent'``), ``tokens`` (bin lower edge) [tokens]
+        and ``share`` (fraction of requests in the bin) [fraction].
+    kind : str
+        ``'input'`` or ``'output'``; used in the axis label.
+    """
+    artists: list[Any] = []
+    for window, part in hist.groupby("window", sort=True):
+        part = part.sort_values("tokens")
+        artists += ax.step(part["tokens"], part["share"], where="post", label=str(window))
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel(f"{kind.capitalize()} length [tokens]")
+    ax.set_ylabel("Share of requests [fraction]")
+    ax.legend(loc="upper right", fontsize="small")
+    return artists
+
+
+def plot_gpus_by_month(ax: Axes, sizing: pd.DataFrame) -> list[Any]:
+    """GPUs per month: the binding need, its headroom stack and the P10–P90 range.
+
+    Parameters
+    ----------
+    sizing : pandas.DataFrame
+        One row per month: ``month`` (``YYYY-MM``), ``gpus_throughput`` and ``gpus_memory``
+        (GPUs each constraint alone needs at P50) [count], ``gpus_p50`` (total with headroom),
+        ``gpus_p10``, ``gpus_p90`` [count].
+    """
+    x = np.arange(len(sizing))
+    need = np.maximum(sizing["gpus_throughput"], sizing["gpus_memory"]).to_numpy(float)
+    headroom = sizing["gpus_p50"].to_numpy(float) - need
+    memory_bound = (sizing["gpus_memory"] > sizing["gpus_throughput"]).to_numpy()
+    colours = [COLOURS["memory"] if m else COLOURS["throughput"] for m in memory_bound]
+    artists: list[Any] = [ax.bar(x, need, color=colours, width=0.6),
+                          ax.bar(x, headroom, bottom=need, color=COLOURS["headroom"], width=0.6,
+                                 label="headroom (spares, zones, surge)")]
+    yerr = np.vstack([sizing["gpus_p50"] - sizing["gpus_p10"], sizing["gpus_p90"] - sizing["gpus_p50"]])
+    artists.append(ax.errorbar(x, sizing["gpus_p50"], yerr=yerr, fmt="none", ecolor="k", capsize=4,
+                               label="P10–P90"))
+    # Proxy artists so the legend names both colours even when one bound never binds.
+    ax.bar([0], [0], color=COLOURS["throughput"], label="need, throughput-bound")
+    ax.bar([0], [0], color=COLOURS["memory"], label="need, memory-bound")
+    ax.set_xticks(x, sizing["month"].astype(str))
+    ax.set_xlabel("Month")
+    ax.set_ylabel("GPUs [count]")
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
+def plot_cost_by_option(ax: Axes, cost: pd.DataFrame) -> list[Any]:
+    """Monthly cost of each purchasing option, grouped by month.
+
+    Parameters
+    ----------
+    cost : pandas.DataFrame
+        Columns ``month`` (``YYYY-MM``), ``option`` (e.g. ``'on_demand'``) and ``cost_usd``. [USD/month]
+    """
+    table = cost.pivot_table(index="month", columns="option", values="cost_usd", aggfunc="sum", sort=True)
+    x = np.arange(len(table))
+    width = 0.8 / max(len(table.columns), 1)
+    artists: list[Any] = []
+    for i, option in enumerate(table.columns):
+        artists.append(ax.bar(x + (i - (len(table.columns) - 1) / 2) * width, table[option], width=width,
+                              label=str(option).replace("_", "-")))
+    ax.set_xticks(x, table.index.astype(str))
+    ax.set_xlabel("Month")
+    ax.set_ylabel("Cost [USD/month]")
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:,.0f}")
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
+def plot_hockey_stick(ax: Axes, curve: pd.DataFrame, utilisation: float, latency_s: float) -> list[Any]:
+    """The utilisation–latency curve and the chosen operating point.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        Columns ``utilisation`` [fraction] and ``latency_s`` [s].
+    utilisation, latency_s : float
+        The chosen operating point. [fraction], [s]
+    """
+    artists = list(ax.plot(curve["utilisation"], curve["latency_s"], color=COLOURS["p50"], label="model"))
+    artists.append(ax.scatter([utilisation], [latency_s], color=COLOURS["chosen"], zorder=3,
+                              label=f"chosen: {utilisation:.0%}, {latency_s:.2f} s"))
+    ax.set_xlabel("Utilisation [fraction]")
+    ax.set_ylabel("Latency [s]")
+    ax.set_xlim(0, 1)
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
+def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list[Any]:
+    """Error budget remaining over time, with alert episodes shaded.
+
+    Parameters
+    ----------
+    burn : pandas.DataFrame
+        Columns ``ts_utc`` and ``budget_remaining_fraction`` (1 = untouched, < 0 = overspent). [fraction]
+    episodes : pandas.DataFrame
+        Columns ``start_utc`` and ``end_utc`` of each alert episode.
+    """
+    artists = list(ax.plot(burn["ts_utc"], burn["budget_remaining_fraction"], color=COLOURS["p50"]))
+    artists.append(ax.axhline(0, color="k", lw=0.6))
+    for i, row in enumerate(episodes.itertuples(index=False)):
+        artists.append(ax.axvspan(row.start_utc, row.end_utc, color=COLOURS["chosen"], alpha=0.25,
+                                  label="alert episode" if i == 0 else None))
+    ax.set_xlabel("Time [UTC]")
+    ax.set_ylabel("Error budget remaining [fraction]")
+    if len(episodes):
+        ax.legend(loc="lower left", fontsize="small")
+    return artists
+
+
+def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[Any]:
+    """Backtest error of each candidate forecast model, the chosen one highlighted.
+
+    Parameters
+    ----------
+    backtest : pandas.DataFrame
+        Columns ``model`` and ``error_pct`` (one row per model, or per model and fold). [%]
+    chosen : str
+        Name of the chosen model.
+    """
+    means = backtest.groupby("model", sort=True)["error_pct"].mean()
+    colours = [COLOURS["chosen"] if name == chosen else COLOURS["headroom"] for name in means.index]
+    artists: list[Any] = [ax.barh(means.index.astype(str), means.to_numpy(), color=colours)]
+    if backtest.duplicated("model").any():  # several folds: show each fold's error too
+        pos = {name: i for i, name in enumerate(means.index)}
+        artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(pos), color="k", s=8, zorder=3))
+    ax.set_xlabel("Backtest error [%]")
+    ax.set_ylabel("Model")
+    return artists
+
+
+def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1,
+              size_in: tuple[float, float] = (8.0, 3.2), dpi: int = 100, **kwargs: Any) -> bytes:
+    """Lay out a figure of ``n_axes`` side by side, call ``draw(axes, *args, **kwargs)``, return PNG bytes.
+
+    ``draw`` receives one ``Axes`` when ``n_axes == 1`` and a list otherwise.
+    ``size_in`` is the figure size. [inch]
+    """
+    fig = Figure(figsize=size_in, dpi=dpi, layout="constrained")
+    axes = fig.subplots(1, n_axes, squeeze=False)[0]
+    draw(axes[0] if n_axes == 1 else list(axes), *args, **kwargs)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

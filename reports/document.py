@@ -1,0 +1,116 @@
+"""What a monthly capacity-plan report contains, and the contracts of its tables.
+
+:class:`PlanReport` is everything the renderers need, already computed: the
+headline per month, the finance budget, the assumptions, the charts as PNG bytes
+and any evidence tables. The pandera models below are checked when a report is
+built, so a renderer never sees a negative GPU count or a total that does not add up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pandera.pandas as pa
+from pandera.typing import Series
+
+MONTH_REGEX = r"^\d{4}-(0[1-9]|1[0-2])$"
+BINDINGS = ("throughput", "memory")
+SOURCES = ("measured", "assumed")
+
+
+class HeadlineSchema(pa.DataFrameModel):
+    """One row per month of the horizon: the numbers a reader needs first."""
+
+    month: Series[str] = pa.Field(str_matches=MONTH_REGEX, unique=True)
+    gpus_p50: Series[int] = pa.Field(ge=0)
+    gpus_p90: Series[int] = pa.Field(ge=0)
+    cost_usd_p50: Series[float] = pa.Field(ge=0)
+    cost_usd_p90: Series[float] = pa.Field(ge=0)
+    binding: Series[str] = pa.Field(isin=BINDINGS)
+
+    @pa.dataframe_check(error="gpus_p90 must be >= gpus_p50")
+    def p90_not_below_p50(cls, df: pd.DataFrame) -> Series[bool]:
+        return df["gpus_p90"] >= df["gpus_p50"]
+
+
+class BudgetSchema(pa.DataFrameModel):
+    """The finance table: per month and GPU type, GPUs and GPU-hours and cost per option.
+
+    Besides the fixed columns it has ``gpu_hours_<option>`` [GPU-h] and
+    ``cost_usd_<option>`` [USD] for each purchasing option; ``total_cost_usd``
+    is their sum. [USD/month]
+    """
+
+    month: Series[str] = pa.Field(str_matches=MONTH_REGEX)
+    gpu_type: Series[str]
+    gpus_p50: Series[int] = pa.Field(ge=0)
+    gpus_p90: Series[int] = pa.Field(ge=0)
+    gpu_hours: Series[float] = pa.Field(ge=0, regex=True, alias=r"^gpu_hours_\w+$")
+    option_cost_usd: Series[float] = pa.Field(ge=0, regex=True, alias=r"^cost_usd_\w+$")
+    total_cost_usd: Series[float] = pa.Field(ge=0)
+
+    @pa.dataframe_check(error="total_cost_usd must equal the sum of the cost_usd_<option> columns")
+    def total_adds_up(cls, df: pd.DataFrame) -> Series[bool]:
+        parts = df.filter(regex=r"^cost_usd_").sum(axis=1)
+        return (parts - df["total_cost_usd"]).abs() <= 0.01 + 1e-9 * df["total_cost_usd"].abs()
+
+
+class AssumptionSchema(pa.DataFrameModel):
+    """Every input of the plan: its value, unit and whether logs or config gave it."""
+
+    name: Series[str]
+    value: Series[str]
+    unit: Series[str]
+    source: Series[str] = pa.Field(isin=SOURCES)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: a file-safe ``key``, a title, a caption saying how to read it, PNG bytes."""
+
+    key: str
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass(frozen=True)
+class Table:
+    """An evidence table shown after the charts (SLO status, drift findings, data quality)."""
+
+    title: str
+    frame: pd.DataFrame
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """A finished plan, ready to render. Frames are validated on construction."""
+
+    month: str
+    generated_at_utc: str
+    gpu_type: str
+    model_name: str
+    headline: pd.DataFrame
+    recommended_reserved_gpus: int
+    budget: pd.DataFrame
+    assumptions: pd.DataFrame
+    charts: list[Chart] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))
+        object.__setattr__(self, "budget", BudgetSchema.validate(self.budget))
+        object.__setattr__(self, "assumptions", AssumptionSchema.validate(self.assumptions))
+        if self.recommended_reserved_gpus < 0:
+            raise ValueError(f"recommended_reserved_gpus must be >= 0, got {self.recommended_reserved_gpus}")
+
+    @property
+    def binding_summary(self) -> str:
+        """One sentence naming what binds the fleet size over the horizon."""
+        counts = self.headline["binding"].value_counts()
+        if len(counts) == 1:
+            return f"{counts.index[0]} binds in every month of the horizon"
+        return ", ".join(f"{b} binds in {n} month(s)" for b, n in counts.items())
