@@ -1,0 +1,369 @@
+"""The composed fleet sizing: demand → throughput and memory needs → binding constraint → headroom.
+
+:func:`size_fleet` is the one entry point the CLI and the monthly flow call;
+it returns a :class:`FleetSizing` whose :meth:`FleetSizing.rows` lists every
+term with its value, unit, a note and whether it was measured, assumed or
+derived, ready to print or to put in a report.
+
+>>> fs = size_fleet(peak_qps=2_000_000 / 86_400 * 4, latency_s=6, output_tokens_per_request=400,
+...                 gpu_output_tokens_per_s=2_000, seqs_per_gpu=40, target_utilisation=0.6, spares=1)
+>>> fs.total_gpus, fs.binding_constraint
+(32, 'throughput')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from sizing import capacity, demand, headroom, memory
+from sizing._checks import fraction, positive
+from sizing.catalogue import GpuSpec, ModelSpec
+
+Source = Literal["measured", "assumed", "derived"]
+
+#: Inputs a caller may declare as measured (from logs); the rest of the inputs are assumed.
+MEASURABLE_INPUTS: tuple[str, ...] = (
+    "average_qps",
+    "peak_qps",
+    "latency_s",
+    "output_tokens_per_request",
+    "input_tokens_per_request",
+    "kv_tokens_per_sequence",
+    "gpu_output_tokens_per_s",
+    "gpu_prefill_tokens_per_s",
+    "seqs_per_gpu",
+)
+
+
+@dataclass(frozen=True)
+class FleetSizing:
+    """Every term of one fleet sizing, with units in the names.
+
+    Inputs are echoed so a report can show them; ``None`` means the term did not
+    apply (e.g. no model, so no KV-cache terms). GPU counts named ``gpus_*`` are
+    fractional [GPUs]; ``replicas`` and ``total_gpus`` are whole.
+    """
+
+    # inputs
+    gpu: str | None
+    model: str | None
+    average_qps: float | None
+    peak_qps: float
+    latency_s: float
+    output_tokens_per_request: float
+    input_tokens_per_request: float
+    gpu_output_tokens_per_s: float
+    gpu_prefill_tokens_per_s: float | None
+    target_utilisation: float
+    # demand
+    concurrency: float
+    output_tokens_per_s: float
+    input_tokens_per_s: float
+    # throughput
+    gpus_for_decode: float
+    gpus_for_prefill: float
+    gpus_by_throughput: float
+    # memory
+    tensor_parallel: int
+    kv_tokens_per_sequence: float | None
+    kv_bytes_per_token: float | None
+    kv_bytes_per_sequence: float | None
+    weights_gib_per_gpu: float | None
+    seqs_per_gpu: float
+    gpus_by_memory: float
+    # binding constraint
+    binding_constraint: Literal["throughput", "memory"]
+    binding_margin_gpus: float
+    need_gpus: float
+    # headroom, each term on its own
+    growth_safety_factor: float
+    growth_headroom_gpus: float
+    rollout_surge_fraction: float
+    rollout_surge_gpus: float
+    zones: int
+    zones_lost: int
+    zone_headroom_gpus: float
+    rounding_gpus: float
+    replicas: int
+    spares: int
+    spare_gpus: int
+    warm_pool_gpus: int
+    total_gpus: int
+    notes: dict[str, str]
+    sources: dict[str, Source]
+
+    def _source(self, name: str) -> Source:
+        return self.sources.get(name, "assumed")
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every term as ``{term, value, unit, note, source}``, in reading order, skipping terms that did not apply."""
+        derived: Source = "derived"
+        spec: list[tuple[str, str, str, Source]] = [
+            ("gpu", "GPU type", "", "assumed"),
+            ("model", "model", "", "assumed"),
+            ("average_qps", "average QPS", "requests/s", self._source("average_qps")),
+            ("peak_qps", "peak QPS", "requests/s", self._source("peak_qps")),
+            ("latency_s", "latency per request", "s", self._source("latency_s")),
+            ("output_tokens_per_request", "output tokens per request", "tokens", self._source("output_tokens_per_request")),
+            ("input_tokens_per_request", "input tokens per request", "tokens", self._source("input_tokens_per_request")),
+            ("concurrency", "requests in flight (L = λ·W)", "requests", derived),
+            ("output_tokens_per_s", "output tokens/s at peak", "tokens/s", derived),
+            ("input_tokens_per_s", "input tokens/s at peak", "tokens/s", derived),
+            ("gpu_output_tokens_per_s", "decode throughput per GPU", "tokens/(s·GPU)", self._source("gpu_output_tokens_per_s")),
+            ("gpu_prefill_tokens_per_s", "prefill throughput per GPU", "tokens/(s·GPU)", self._source("gpu_prefill_tokens_per_s")),
+            ("target_utilisation", "target utilisation", "fraction", "assumed"),
+            ("gpus_for_decode", "GPUs for decode", "GPUs", derived),
+            ("gpus_for_prefill", "GPUs for prefill", "GPUs", derived),
+            ("gpus_by_throughput", "GPUs by throughput", "GPUs", derived),
+            ("tensor_parallel", "tensor-parallel degree", "GPUs/replica", derived),
+            ("weights_gib_per_gpu", "weights per GPU", "GiB", derived),
+            ("kv_tokens_per_sequence", "KV tokens per sequence", "tokens", self._source("kv_tokens_per_sequence")),
+            ("kv_bytes_per_token", "KV cache per token per GPU", "B/token", derived),
+            ("kv_bytes_per_sequence", "KV cache per sequence per GPU", "B", derived),
+            ("seqs_per_gpu", "sequences per GPU", "sequences/GPU", self._source("seqs_per_gpu")),
+            ("gpus_by_memory", "GPUs by concurrency (memory)", "GPUs", derived),
+            ("binding_constraint", "binding constraint", "", derived),
+            ("binding_margin_gpus", "binding margin", "GPUs", derived),
+            ("need_gpus", "GPUs needed at peak", "GPUs", derived),
+            ("growth_headroom_gpus", "growth safety headroom", "GPUs", derived),
+            ("rollout_surge_gpus", "rollout surge headroom", "GPUs", derived),
+            ("zone_headroom_gpus", "zone-loss headroom", "GPUs", derived),
+            ("rounding_gpus", "rounding to whole replicas", "GPUs", derived),
+            ("replicas", "replicas", "replicas", derived),
+            ("spare_gpus", "N+k spares", "GPUs", "assumed"),
+            ("warm_pool_gpus", "warm pool", "GPUs", "assumed"),
+            ("total_gpus", "total GPUs", "GPUs", derived),
+        ]
+        out = []
+        for name, term, unit, source in spec:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            out.append({"term": term, "value": value, "unit": unit, "note": self.notes.get(name, ""), "source": source})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as plain data (for ``--json``), plus ``rows``."""
+        data = asdict(self)
+        data["rows"] = self.rows()
+        return data
+
+
+def _fit_memory(
+    model: ModelSpec, gpu: GpuSpec, kv_tokens: float, kv_dtype: str, weights_dtype: str,
+    reserve: float, block: int, tensor_parallel: int | None,
+) -> tuple[int, float, float, float, float]:
+    """Tensor-parallel degree, KV bytes/token and /sequence per GPU, weights GiB per GPU, sequences per GPU."""
+    w_bytes = memory.weights_bytes(model.parameters, weights_dtype)
+    kv_full = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype)
+    tp = tensor_parallel or memory.smallest_tensor_parallel(
+        w_bytes, memory.kv_bytes_per_sequence(kv_tokens, kv_full, block), model.num_kv_heads, gpu.memory_gib, reserve)
+    kv_tok = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype, tp)
+    kv_seq = memory.kv_bytes_per_sequence(kv_tokens, kv_tok, block)
+    budget = memory.kv_budget_bytes_per_gpu(gpu.memory_gib, w_bytes, tp, reserve)
+    seqs_replica = memory.sequences_per_replica(budget, kv_seq)
+    if seqs_replica < 1:
+        raise ValueError(f"{model.key} does not fit on {tp} x {gpu.key} with one {kv_tokens:.0f}-token sequence; "
+                         "raise tensor_parallel or lower kv_tokens_per_sequence")
+    return tp, kv_tok, kv_seq, w_bytes / tp / memory.BYTES_PER_GIB, seqs_replica / tp
+
+
+def size_fleet(
+    *,
+    peak_qps: float,
+    latency_s: float,
+    output_tokens_per_request: float,
+    input_tokens_per_request: float = 0.0,
+    gpu: GpuSpec | None = None,
+    model: ModelSpec | None = None,
+    gpu_output_tokens_per_s: float | None = None,
+    gpu_prefill_tokens_per_s: float | None = None,
+    seqs_per_gpu: float | None = None,
+    target_utilisation: float = 0.6,
+    spares: int = 1,
+    zones: int = 1,
+    zones_lost: int = 0,
+    growth_safety_factor: float = 1.0,
+    rollout_surge_fraction: float = 0.0,
+    warm_pool_gpus: int = 0,
+    kv_tokens_per_sequence: float | None = None,
+    kv_tokens_quantile: float | None = None,
+    kv_dtype: str = "bf16",
+    weights_dtype: str = "bf16",
+    memory_reserve_fraction: float = 0.1,
+    kv_block_size_tokens: int = 16,
+    tensor_parallel: int | None = None,
+    average_qps: float | None = None,
+    measured_inputs: Collection[str] = (),
+) -> FleetSizing:
+    """Size a serving fleet for a peak load: the larger of the throughput and memory needs, plus headroom.
+
+    .. math::
+        G_{tput} = \\frac{\\lambda n_{out}}{r_{dec} u} + \\frac{\\lambda n_{in}}{r_{pre} u},\\quad
+        G_{mem} = \\frac{\\lambda W}{s_{gpu} u},\\quad
+        N = t \\cdot Z \\left\\lceil \\frac{\\max(G_{tput}, G_{mem}) \\, g \\, (1+s)}{t (Z-k)} \\right\\rceil
+            + t \\cdot k_{spare} + w
+
+    Parameters
+    ----------
+    peak_qps : float
+        Arrival rate to serve (the forecast or measured peak). [requests/s]
+    latency_s : float
+        Mean end-to-end time per request at that load. [s]
+    output_tokens_per_request : float
+        Mean generated tokens. [tokens/request]
+    input_tokens_per_request : float, default 0
+        Mean prompt tokens; adds a prefill term when a prefill rate is known. [tokens/request]
+    gpu : GpuSpec, optional
+        GPU from the catalogue; supplies memory and ASSUMED throughputs.
+    model : ModelSpec, optional
+        Model from the catalogue; supplies the size class and KV-cache shape.
+    gpu_output_tokens_per_s : float, optional
+        Decode throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
+    gpu_prefill_tokens_per_s : float, optional
+        Prefill throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
+    seqs_per_gpu : float, optional
+        Sequences one GPU holds; overrides the KV-cache calculation. [sequences/GPU]
+    target_utilisation : float, default 0.6
+        Share of throughput *and* sequence slots used at peak (derive it from
+        the SLO with :func:`sizing.queueing.max_utilisation_for_latency_target`). [fraction, (0, 1]]
+    spares : int, default 1
+        N+k spare replicas. [replicas]
+    zones, zones_lost : int, default 1, 0
+        Zones spread over, and zones whose loss must be survived. [count]
+    growth_safety_factor : float, default 1.0
+        Multiplier for forecast error. [ratio, >= 1]
+    rollout_surge_fraction : float, default 0.0
+        Extra share of the need during rolling deploys. [fraction]
+    warm_pool_gpus : int, default 0
+        Idle pre-loaded GPUs for bursts, rounded up to whole replicas. [GPUs]
+    kv_tokens_per_sequence : float, optional
+        Tokens the KV cache holds per sequence; default input + output means.
+        Pass a high quantile (:func:`sizing.memory.sequence_tokens_at_quantile`). [tokens]
+    kv_tokens_quantile : float, optional
+        Which quantile ``kv_tokens_per_sequence`` is, for the report note. [fraction]
+    kv_dtype, weights_dtype : str, default 'bf16'
+        Element types, one of :data:`sizing.memory.DTYPES`.
+    memory_reserve_fraction : float, default 0.1
+        GPU memory kept from the KV cache. [fraction]
+    kv_block_size_tokens : int, default 16
+        Paged-attention block. [tokens]
+    tensor_parallel : int, optional
+        GPUs per replica; default the smallest degree the model fits in, or 1. [GPUs/replica]
+    average_qps : float, optional
+        Mean arrival rate, echoed for the report only. [requests/s]
+    measured_inputs : collection of str
+        Names from :data:`MEASURABLE_INPUTS` that came from logs.
+
+    Returns
+    -------
+    FleetSizing
+        Every term; ``total_gpus`` is the answer.
+
+    Raises
+    ------
+    ValueError
+        On an out-of-range input, a missing throughput or memory source, or a
+        model that does not fit.
+
+    Notes
+    -----
+    - Steady state at the peak rate; fluctuation is absorbed by
+      ``target_utilisation``, which applies to throughput and to slots.
+    - Decode and prefill time-share GPUs, so their counts add.
+    - Each in-flight sequence is charged its full ``kv_tokens_per_sequence``
+      (conservative: a sequence mid-generation holds fewer).
+    - Counts are whole replicas of ``tensor_parallel`` GPUs, rounded per zone.
+
+    Examples
+    --------
+    The DEVELOPERS golden case gives 32 GPUs (30.9 by throughput binds over 23.1 by concurrency).
+    """
+    unknown = set(measured_inputs) - set(MEASURABLE_INPUTS)
+    if unknown:
+        raise ValueError(f"measured_inputs has unknown names {sorted(unknown)}; valid: {', '.join(MEASURABLE_INPUTS)}")
+    fraction("target_utilisation", target_utilisation)
+    for name, value in (("spares", spares), ("warm_pool_gpus", warm_pool_gpus)):
+        if int(value) != value or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    notes: dict[str, str] = {}
+    sources: dict[str, Source] = {name: "measured" for name in measured_inputs}
+
+    if gpu_output_tokens_per_s is None:
+        if gpu is None or model is None:
+            raise ValueError("give gpu_output_tokens_per_s, or both gpu and model to take it from the catalogue")
+        gpu_output_tokens_per_s = gpu.decode_rate(model.size_class)
+        notes["gpu_output_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class: {gpu.throughput_source}"
+    if gpu_prefill_tokens_per_s is None and gpu is not None and model is not None:
+        gpu_prefill_tokens_per_s = gpu.prefill_rate(model.size_class)
+        notes["gpu_prefill_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED)"
+
+    concurrency = float(capacity.concurrency_from_littles_law(peak_qps, latency_s))
+    out_tps = float(demand.tokens_per_s(peak_qps, output_tokens_per_request))
+    in_tps = float(demand.tokens_per_s(peak_qps, input_tokens_per_request))
+    g_decode = float(capacity.gpus_for_throughput(out_tps, gpu_output_tokens_per_s, target_utilisation))
+    g_prefill = 0.0
+    if in_tps > 0 and gpu_prefill_tokens_per_s is not None:
+        g_prefill = float(capacity.gpus_for_throughput(in_tps, gpu_prefill_tokens_per_s, target_utilisation))
+    elif in_tps > 0:
+        notes["gpus_for_prefill"] = "not counted: no prefill throughput given"
+
+    kv_tokens = kv_tok = kv_seq = w_gib = None
+    if model is not None and gpu is not None:
+        kv_tokens = float(kv_tokens_per_sequence if kv_tokens_per_sequence is not None
+                          else input_tokens_per_request + output_tokens_per_request)
+        notes["kv_tokens_per_sequence"] = (
+            f"p{kv_tokens_quantile * 100:g} of input+output tokens" if kv_tokens_quantile is not None
+            else "given" if kv_tokens_per_sequence is not None else "mean input + mean output (no quantile given)")
+        tp, kv_tok, kv_seq, w_gib, mem_seqs = _fit_memory(
+            model, gpu, kv_tokens, kv_dtype, weights_dtype, memory_reserve_fraction, kv_block_size_tokens, tensor_parallel)
+        notes["kv_bytes_per_token"] = f"2 × {model.num_layers} layers × heads per GPU × {model.head_dim} × {kv_dtype}"
+        notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPUs"
+        if seqs_per_gpu is None:
+            seqs_per_gpu = mem_seqs
+            sources["seqs_per_gpu"] = "derived"
+            notes["seqs_per_gpu"] = (f"from {gpu.memory_gib:g} GiB × (1 − {memory_reserve_fraction:g}) "
+                                     f"less weights, in {kv_block_size_tokens}-token blocks")
+    elif seqs_per_gpu is None:
+        raise ValueError("give seqs_per_gpu, or both gpu and model to derive it from KV-cache memory")
+    else:
+        tp = tensor_parallel or 1
+    positive("tensor_parallel", tp)
+
+    g_tput = g_decode + g_prefill
+    g_mem = float(capacity.gpus_for_concurrency(concurrency, seqs_per_gpu, target_utilisation))
+    binding = "throughput" if g_tput >= g_mem else "memory"
+    need = max(g_tput, g_mem)
+    notes["binding_margin_gpus"] = (f"{binding} needs {abs(g_tput - g_mem):.1f} GPUs more "
+                                    f"({max(g_tput, g_mem) / max(min(g_tput, g_mem), 1e-12):.2f}×)")
+
+    growth = float(headroom.growth_safety_gpus(need, growth_safety_factor))
+    surge = float(headroom.rollout_surge_gpus(need + growth, rollout_surge_fraction))
+    subtotal = need + growth + surge
+    zone_factor = float(headroom.zone_loss_factor(zones, zones_lost))
+    replicas = headroom.replicas_with_zone_headroom(subtotal / tp, zones, zones_lost)
+    warm = headroom.whole_replicas(warm_pool_gpus, tp) * tp
+    notes["zone_headroom_gpus"] = f"{zones} zones surviving {zones_lost} lost: × {zone_factor:g}"
+    notes["spare_gpus"] = f"N+{spares} replicas of {tp} GPUs"
+    return FleetSizing(
+        gpu=gpu.key if gpu else None, model=model.key if model else None,
+        average_qps=average_qps, peak_qps=float(peak_qps), latency_s=float(latency_s),
+        output_tokens_per_request=float(output_tokens_per_request),
+        input_tokens_per_request=float(input_tokens_per_request),
+        gpu_output_tokens_per_s=float(gpu_output_tokens_per_s),
+        gpu_prefill_tokens_per_s=None if gpu_prefill_tokens_per_s is None else float(gpu_prefill_tokens_per_s),
+        target_utilisation=float(target_utilisation),
+        concurrency=concurrency, output_tokens_per_s=out_tps, input_tokens_per_s=in_tps,
+        gpus_for_decode=g_decode, gpus_for_prefill=g_prefill, gpus_by_throughput=g_tput,
+        tensor_parallel=int(tp), kv_tokens_per_sequence=kv_tokens, kv_bytes_per_token=kv_tok,
+        kv_bytes_per_sequence=kv_seq, weights_gib_per_gpu=w_gib, seqs_per_gpu=float(seqs_per_gpu),
+        gpus_by_memory=g_mem, binding_constraint=binding, binding_margin_gpus=abs(g_tput - g_mem), need_gpus=need,
+        growth_safety_factor=float(growth_safety_factor), growth_headroom_gpus=growth,
+        rollout_surge_fraction=float(rollout_surge_fraction), rollout_surge_gpus=surge,
+        zones=int(zones), zones_lost=int(zones_lost), zone_headroom_gpus=subtotal * (zone_factor - 1),
+        rounding_gpus=replicas * tp - subtotal * zone_factor, replicas=int(replicas),
+        spares=int(spares), spare_gpus=int(spares) * int(tp), warm_pool_gpus=int(warm),
+        total_gpus=int(replicas * tp + spares * tp + warm), notes=notes, sources=sources,
+    )
