@@ -85,6 +85,14 @@ class CostConfig(_Section):
     price_book: Path = Field(REPO_DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
     interruptible_share: float = Field(
         0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption. [fraction]")
+    interruptible_models: list[str] = Field(
+        default_factory=list, description="Models whose requests are batch/offline and may run on spot.")
+    interruptible_tenants: list[str] = Field(
+        default_factory=list, description="Tenants whose requests are batch/offline and may run on spot.")
+    reserved_term: Literal["1y", "3y"] = Field("1y", description="Reservation term priced from the price book.")
+    commit_level: str | None = Field(
+        "P50", description="Forecast level whose optimal reserved count is committed to and priced at every "
+                           "level (P10/P50/P90); empty/None optimises each level separately.")
 
 
 class BurnRateAlertConfig(_Section):
