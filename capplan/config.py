@@ -144,6 +144,11 @@ class DriftConfig(_Section):
 
 class ReportConfig(_Section):
     out_dir: Path = Field(Path("reports/out"), description="Reports go to <out_dir>/<YYYY-MM>/.")
+    measured_window_days: int = Field(
+        28, ge=1, description="The plan measures token lengths, latency and burst ratio over this many most "
+                              "recent days of logs. [days]")
+    kv_tokens_quantile: float = Field(
+        0.95, gt=0, lt=1, description="Quantile of input+output tokens each KV-cache slot is sized for. [fraction]")
 
 
 class ScheduleConfig(_Section):
