@@ -295,7 +295,7 @@ def size_fleet(
         if gpu is None or model is None:
             raise ValueError("give gpu_output_tokens_per_s, or both gpu and model to take it from the catalogue")
         gpu_output_tokens_per_s = gpu.decode_rate(model.size_class)
-        notes["gpu_output_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class: {gpu.throughput_source}"
+        notes["gpu_output_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED, see the GPU catalogue)"
     if gpu_prefill_tokens_per_s is None and gpu is not None and model is not None:
         gpu_prefill_tokens_per_s = gpu.prefill_rate(model.size_class)
         notes["gpu_prefill_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED)"
@@ -319,13 +319,17 @@ def size_fleet(
             else "given" if kv_tokens_per_sequence is not None else "mean input + mean output (no quantile given)")
         tp, kv_tok, kv_seq, w_gib, mem_seqs = _fit_memory(
             model, gpu, kv_tokens, kv_dtype, weights_dtype, memory_reserve_fraction, kv_block_size_tokens, tensor_parallel)
-        notes["kv_bytes_per_token"] = f"2 × {model.num_layers} layers × heads per GPU × {model.head_dim} × {kv_dtype}"
-        notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPUs"
+        notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPU(s)"
         if seqs_per_gpu is None:
             seqs_per_gpu = mem_seqs
             sources["seqs_per_gpu"] = "derived"
-            notes["seqs_per_gpu"] = (f"from {gpu.memory_gib:g} GiB × (1 − {memory_reserve_fraction:g}) "
-                                     f"less weights, in {kv_block_size_tokens}-token blocks")
+            notes["seqs_per_gpu"] = (f"{gpu.memory_gib:g} GiB × (1 − {memory_reserve_fraction:g}) less weights, "
+                                     f"over KV per sequence in {kv_block_size_tokens}-token blocks")
+            notes["kv_bytes_per_token"] = (f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads / {tp} GPU(s) "
+                                           f"× {model.head_dim} × {kv_dtype}")
+        else:
+            # seqs_per_gpu was given: the KV-cache terms were used only to pick the tensor-parallel degree.
+            kv_tokens = kv_tok = kv_seq = None
     elif seqs_per_gpu is None:
         raise ValueError("give seqs_per_gpu, or both gpu and model to derive it from KV-cache memory")
     else:
@@ -345,8 +349,11 @@ def size_fleet(
     zone_factor = float(headroom.zone_loss_factor(zones, zones_lost))
     replicas = headroom.replicas_with_zone_headroom(subtotal / tp, zones, zones_lost)
     warm = headroom.whole_replicas(warm_pool_gpus, tp) * tp
-    notes["zone_headroom_gpus"] = f"{zones} zones surviving {zones_lost} lost: × {zone_factor:g}"
-    notes["spare_gpus"] = f"N+{spares} replicas of {tp} GPUs"
+    notes["zone_headroom_gpus"] = f"survive losing {zones_lost} of {zones} zone(s): × {zone_factor:g}"
+    notes["rounding_gpus"] = f"{replicas} replicas of {tp} GPU(s), a multiple of {zones} zone(s)"
+    notes["spare_gpus"] = f"N+{spares}: {spares} spare replica(s) of {tp} GPU(s)"
+    if in_tps == 0:
+        gpu_prefill_tokens_per_s = None  # no prompt tokens: the prefill rate did not enter
     return FleetSizing(
         gpu=gpu.key if gpu else None, model=model.key if model else None,
         average_qps=average_qps, peak_qps=float(peak_qps), latency_s=float(latency_s),
