@@ -79,6 +79,16 @@ class SizingConfig(_Section):
     growth_safety_factor: float = Field(1.0, ge=1, description="Multiplier for forecast error. [ratio]")
     rollout_surge_fraction: float = Field(
         0.0, ge=0, description="Extra capacity during rolling deploys. [fraction of need]")
+    warm_pool_gpus: int = Field(0, ge=0, description="Idle pre-loaded GPUs kept for bursts. [count]")
+    tensor_parallel: int | None = Field(
+        None, ge=1, description="GPUs per replica; None = the smallest degree the model fits in. [count]")
+    kv_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"] = Field(
+        "bf16", description="KV-cache element type.")
+    weights_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"] = Field(
+        "bf16", description="Model-weights element type.")
+    memory_reserve_fraction: float = Field(
+        0.1, ge=0, lt=1, description="ASSUMED GPU memory kept from the KV cache (activations, runtime). [fraction]")
+    kv_block_size_tokens: int = Field(16, ge=1, description="Paged-attention block size. [tokens]")
 
 
 class CostConfig(_Section):
@@ -121,6 +131,8 @@ class SloConfig(_Section):
         None, gt=0, description="If set, a good event also needs TTFT <= this. [ms]")
     kind: Literal["request", "time"] = Field("request", description="Request-based or bad-minutes SLO.")
     model: str | None = Field(None, description="Only requests to this model count; None = all models.")
+    count_client_errors: bool = Field(
+        False, description="If false, 4xx other than 408 and 429 are not valid events (the caller's fault).")
     bad_minute_below_fraction: float = Field(
         0.99, gt=0, le=1,
         description="Time-based SLOs: a minute with traffic is bad if its good fraction is below this. [fraction]")

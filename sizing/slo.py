@@ -316,7 +316,9 @@ def rule_firing(bad_per_min: ArrayLike, valid_per_min: ArrayLike, rule: BurnRate
     """Minutes at which a multi-window rule fires, and the long-window burn rate.
 
     A rule fires at minute *t* when the burn rates over both the long and the
-    short window ending at *t* reach ``rule.burn_rate_threshold`` [1]_.
+    short window ending at *t* reach ``rule.burn_rate_threshold`` [1]_. It
+    cannot fire before the series covers one long window: a 3-day rule over
+    the first hour of a log would judge one quiet hour as if it were 3 days.
 
     Parameters
     ----------
@@ -339,6 +341,7 @@ def rule_firing(bad_per_min: ArrayLike, valid_per_min: ArrayLike, rule: BurnRate
     # a tiny tolerance so a burn of exactly the threshold (14.4 from 1.44 %) counts despite rounding
     tol = 1e-9 * rule.burn_rate_threshold
     firing = (long_burn >= rule.burn_rate_threshold - tol) & (short_burn >= rule.burn_rate_threshold - tol)
+    firing[: rule.long_window_min - 1] = False
     return firing, long_burn
 
 

@@ -113,7 +113,7 @@ def test_slow_burn_only_opens_a_ticket():
     bad, valid = np.full(5 * 1440, 1.5), np.full(5 * 1440, 1_000.0)  # 0.15 %: 1.5× for 5 days
     fired = {r.long_window_min: runs(rule_firing(bad, valid, r, 0.999)[0]) for r in WORKBOOK_RULES}
     assert fired[60] == [] and fired[360] == []
-    assert fired[4320] == [(0, 5 * 1440)]
+    assert fired[4320] == [(4320 - 1, 5 * 1440)]  # from the first full 3-day window on
 
 
 def test_quiet_minutes_do_not_divide_by_zero():
