@@ -4,4 +4,5 @@ Add a module's name here when you add the module.
 """
 
 COMMAND_MODULES: list[str] = [
+    "size",
 ]
