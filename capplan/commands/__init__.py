@@ -4,5 +4,6 @@ Add a module's name here when you add the module.
 """
 
 COMMAND_MODULES: list[str] = [
+    "cost",
     "size",
 ]
