@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -141,6 +142,13 @@ def _read(path: Path, table: str) -> dict[str, dict]:
 
 
 def _parse(path: Path, table: str, record: type) -> dict[str, object]:
+    stamp = path.stat().st_mtime_ns if path.is_file() else None
+    # Callers look a GPU up once per forecast month; re-read only when the file changes.
+    return dict(_parse_cached(path.resolve(), stamp, table, record))
+
+
+@lru_cache(maxsize=32)
+def _parse_cached(path: Path, stamp: int | None, table: str, record: type) -> dict[str, object]:
     adapter = TypeAdapter(record)
     out: dict[str, object] = {}
     for key, entry in _read(path, table).items():
@@ -149,9 +157,8 @@ def _parse(path: Path, table: str, record: type) -> dict[str, object]:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise CatalogueError(
-                f"{path}: [{table}.{key}] field {where!r} = {first.get('input')!r}: {first['msg']}"
-            ) from None
+            found = "is missing" if first["type"] == "missing" else f"= {first.get('input')!r}: {first['msg']}"
+            raise CatalogueError(f"{path}: [{table}.{key}] field {where!r} {found}") from None
     return out
 
 
