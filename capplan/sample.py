@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 __all__ = [
     "DEFAULT_MODELS", "SCHEMA", "Burst", "DayChunk", "Drift", "Incident", "ModelMix", "SampleResult",
-    "SampleSpec", "SampleTruth", "generate_day", "ground_truth", "iter_days", "output_kind",
+    "SampleSpec", "SampleTruth", "check_outputs", "generate_day", "ground_truth", "iter_days", "output_kind",
     "target_paths", "write_sample",
 ]
 
@@ -276,13 +276,23 @@ class SampleTruth:
     rows_per_day: dict[date, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """Plain data (ISO strings for times), for JSON."""
-        return {
+        """Plain data with ISO-8601 times, for JSON."""
+        return _jsonable({
             "incidents": [asdict(i) | {"end": i.end} for i in self.incidents],
             "drift": asdict(self.drift) if self.drift else None,
             "bursts": [asdict(b) for b in self.bursts],
-            "rows_per_day": {d.isoformat(): n for d, n in self.rows_per_day.items()},
-        }
+            "rows_per_day": self.rows_per_day,
+        })
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {_jsonable(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()
+    return value
 
 
 @dataclass(frozen=True)
@@ -575,6 +585,25 @@ def target_paths(spec: SampleSpec, out: str | Path, split: Literal["none", "mont
     raise ValueError(f"split must be 'none', 'month' or 'day', got {split!r}")
 
 
+def check_outputs(spec: SampleSpec, out: str | Path, split: Literal["none", "month", "day"] = "none",
+                  overwrite: bool = False) -> dict[date, Path]:
+    """:func:`target_paths`, refusing existing files unless ``overwrite``.
+
+    Raises
+    ------
+    ValueError
+        Unknown suffix or split.
+    FileExistsError
+        A target exists and ``overwrite`` is false.
+    """
+    targets = target_paths(spec, out, split)
+    if not overwrite:
+        existing = next((p for p in dict.fromkeys(targets.values()) if p.exists()), None)
+        if existing is not None:
+            raise FileExistsError(f"{existing} already exists (pass overwrite=True / --force to replace it)")
+    return targets
+
+
 def write_sample(
     spec: SampleSpec,
     out: str | Path,
@@ -611,11 +640,7 @@ def write_sample(
     Each file is written under a temporary name and renamed when complete, so a
     watcher never sees half a file. Memory holds one day's rows at a time.
     """
-    targets = target_paths(spec, out, split)
-    unique_paths = list(dict.fromkeys(targets.values()))
-    existing = [p for p in unique_paths if p.exists()]
-    if existing and not overwrite:
-        raise FileExistsError(f"{existing[0]} already exists (pass overwrite=True / --force to replace it)")
+    targets = check_outputs(spec, out, split, overwrite)
     rows_per_day: dict[date, int] = {}
     bursts: list[Burst] = []
     sink: _Sink | None = None
@@ -638,4 +663,4 @@ def write_sample(
     if sink is not None:
         sink.close(ok=True)
     truth = SampleTruth(spec.incident_windows, spec.drift, tuple(bursts), rows_per_day)
-    return SampleResult(tuple(unique_paths), sum(rows_per_day.values()), truth)
+    return SampleResult(tuple(dict.fromkeys(targets.values())), sum(rows_per_day.values()), truth)

@@ -6,4 +6,5 @@ Add a module's name here when you add the module.
 COMMAND_MODULES: list[str] = [
     "cost",
     "size",
+    "sample",
 ]
