@@ -102,7 +102,7 @@ class CostConfig(_Section):
     reserved_term: Literal["1y", "3y"] = Field("1y", description="Reservation term priced from the price book.")
     commit_level: str | None = Field(
         "P50", description="Forecast level whose optimal reserved count is committed to and priced at every "
-                           "level (P10/P50/P90); empty/None optimises each level separately.")
+                           "level (P10/P50/P90); \"\" optimises each level separately.")
 
 
 class BurnRateAlertConfig(_Section):

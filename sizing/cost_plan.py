@@ -324,7 +324,8 @@ def plan_range(
         'P90': …}``. [GPUs]
     commit_level : str or None, default 'P50'
         Level whose optimal R is committed to and then priced at every level
-        (one commitment, uncertain demand). ``None`` optimises R per level.
+        (one commitment, uncertain demand). ``None`` (or ``''``, as a TOML
+        config can give it) optimises R per level.
     **plan_kwargs
         Passed to :func:`blended_plan` (``gpu_type``, ``prices``,
         ``interruptible_share``, ``requests``, ``output_tokens``).
@@ -353,6 +354,7 @@ def plan_range(
     >>> [round(p.total().total_cost_usd, 1) for p in plans.values()]
     [4.0, 4.0, 8.0]
     """
+    commit_level = commit_level or None
     if commit_level is not None and commit_level not in need_by_level:
         raise ValueError(f"commit_level {commit_level!r} is not one of the levels {list(need_by_level)}")
     committed = None

@@ -94,6 +94,9 @@ def test_range_commits_once_and_prices_each_level():
     separate = plan_range(ts, {"P10": [1, 1], "P90": [3, 3]}, commit_level=None, gpu_type=GPU,
                           prices=OptionPrices(2.0, 1.0))
     assert [p.reserved_gpus for p in separate.values()] == [1, 3]
+    from_toml = plan_range(ts, {"P10": [1, 1], "P90": [3, 3]}, commit_level="", gpu_type=GPU,
+                           prices=OptionPrices(2.0, 1.0))
+    assert [p.reserved_gpus for p in from_toml.values()] == [1, 3]
 
 
 @pytest.mark.parametrize("kwargs, match", [
