@@ -155,16 +155,21 @@ def plot_hockey_stick(ax: Axes, curve: pd.DataFrame, utilisation: float, latency
     Parameters
     ----------
     curve : pandas.DataFrame
-        Columns ``utilisation`` [fraction] and ``latency_s`` [s].
+        Columns ``utilisation`` [fraction] and ``latency_s`` [s]; an optional ``label``
+        column draws one line per queueing model (e.g. M/M/1 against the pooled M/M/c).
     utilisation, latency_s : float
         The chosen operating point. [fraction], [s]
     """
-    artists = list(ax.plot(curve["utilisation"], curve["latency_s"], color=COLOURS["p50"], label="model"))
+    labelled = curve if "label" in curve else curve.assign(label="model")
+    artists: list[Any] = []
+    for label, part in labelled.groupby("label", sort=False):
+        artists += ax.plot(part["utilisation"], part["latency_s"], label=str(label))
     artists.append(ax.scatter([utilisation], [latency_s], color=COLOURS["chosen"], zorder=3,
                               label=f"chosen: {utilisation:.0%}, {latency_s:.2f} s"))
     ax.set_xlabel("Utilisation [fraction]")
     ax.set_ylabel("Latency [s]")
     ax.set_xlim(0, 1)
+    ax.set_yscale("log")  # M/M/1 reaches 100x the service time at 99 %; a log axis keeps the knee visible
     ax.legend(loc="upper left", fontsize="small")
     return artists
 
@@ -175,14 +180,15 @@ def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list
     Parameters
     ----------
     burn : pandas.DataFrame
-        Columns ``ts_utc`` and ``budget_remaining_fraction`` (1 = untouched, < 0 = overspent). [fraction]
+        Columns ``period_end_utc`` and ``budget_remaining_fraction`` over the rolling window
+        ending there (1 = untouched, < 0 = overspent). [fraction]
     episodes : pandas.DataFrame
-        Columns ``start_utc`` and ``end_utc`` of each alert episode.
+        Columns ``start`` and ``end`` (UTC) of each alert episode.
     """
-    artists = list(ax.plot(burn["ts_utc"], burn["budget_remaining_fraction"], color=COLOURS["p50"]))
+    artists = list(ax.plot(burn["period_end_utc"], burn["budget_remaining_fraction"], color=COLOURS["p50"]))
     artists.append(ax.axhline(0, color="k", lw=0.6))
     for i, row in enumerate(episodes.itertuples(index=False)):
-        artists.append(ax.axvspan(row.start_utc, row.end_utc, color=COLOURS["chosen"], alpha=0.25,
+        artists.append(ax.axvspan(row.start, row.end, color=COLOURS["chosen"], alpha=0.25,
                                   label="alert episode" if i == 0 else None))
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Error budget remaining [fraction]")
@@ -197,7 +203,7 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     Parameters
     ----------
     backtest : pandas.DataFrame
-        Columns ``model`` and ``error_pct`` (one row per model, or per model and fold). [%]
+        Columns ``model`` and ``error_pct`` (e.g. sMAPE; one row per model, or per model and fold). [%]
     chosen : str
         Name of the chosen model.
     """
@@ -207,7 +213,7 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     if backtest.duplicated("model").any():  # several folds: show each fold's error too
         pos = {name: i for i, name in enumerate(means.index)}
         artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(pos), color="k", s=8, zorder=3))
-    ax.set_xlabel("Backtest error [%]")
+    ax.set_xlabel("Backtest sMAPE [%]")
     ax.set_ylabel("Model")
     return artists
 

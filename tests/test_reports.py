@@ -83,10 +83,10 @@ CHART_CASES = [
                                                 "cost_usd": [100.0, 200.0]}),), "[USD/month]"),
     (charts.plot_hockey_stick, (pd.DataFrame({"utilisation": [0.1, 0.9], "latency_s": [1.0, 9.0]}), 0.6, 2.5),
      "[s]"),
-    (charts.plot_burn_down, (pd.DataFrame({"ts_utc": pd.date_range("2026-11-01", periods=3, freq="D"),
+    (charts.plot_burn_down, (pd.DataFrame({"period_end_utc": pd.date_range("2026-11-01", periods=3, freq="D"),
                                            "budget_remaining_fraction": [1.0, 0.5, -0.1]}),
-                             pd.DataFrame({"start_utc": [pd.Timestamp("2026-11-02")],
-                                           "end_utc": [pd.Timestamp("2026-11-02 06:00")]})), "[fraction]"),
+                             pd.DataFrame({"start": [pd.Timestamp("2026-11-02")],
+                                           "end": [pd.Timestamp("2026-11-02 06:00")]})), "[fraction]"),
     (charts.plot_backtest_error, (pd.DataFrame({"model": ["ets", "ets", "theta"], "error_pct": [5.0, 7.0, 9.0]}),
                                   "ets"), "[%]"),
 ]
