@@ -441,8 +441,8 @@ def optimal_commitment(
     """
     positive("reserved_usd_per_gpu_hour", reserved_usd_per_gpu_hour)
     positive("on_demand_usd_per_gpu_hour", on_demand_usd_per_gpu_hour)
-    need = validate_need_gpus(need_gpus)
-    candidates = np.arange(int(np.ceil(need.max())) + 1)
+    need = np.sort(validate_need_gpus(need_gpus))  # sorted once; re-sorting sorted data is cheap
+    candidates = np.arange(int(np.ceil(need[-1])) + 1)
     hours = need.size
     cost = (candidates * reserved_usd_per_gpu_hour * hours  # reserved, paid every hour
             + on_demand_usd_per_gpu_hour * overflow_gpu_hours(need, candidates))  # on-demand above R

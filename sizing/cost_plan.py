@@ -10,7 +10,7 @@ are the monthly finance table. Numbers in, numbers out; numpy only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -365,40 +365,4 @@ def plan_range(
             for level, need in need_by_level.items()}
 
 
-def interruptible_mask(
-    models: Sequence[str] | np.ndarray,
-    tenants: Sequence[str | None] | np.ndarray,
-    *,
-    interruptible_models: Sequence[str] = (),
-    interruptible_tenants: Sequence[str] = (),
-) -> np.ndarray:
-    """Which requests tolerate spot interruption: listed model or listed tenant.
-
-    Parameters
-    ----------
-    models, tenants : sequence of str
-        Model and tenant of each request (tenant may be ``None``).
-    interruptible_models, interruptible_tenants : sequence of str
-        Names marked interruptible (batch/offline tier) in config.
-
-    Returns
-    -------
-    numpy.ndarray of bool
-        True where the request may run on spot; its mean is the
-        ``interruptible_share``.
-
-    Examples
-    --------
-    >>> interruptible_mask(["a", "b", "b"], [None, "t1", "t2"], interruptible_models=["a"],
-    ...                    interruptible_tenants=["t2"]).tolist()
-    [True, False, True]
-    """
-    m = np.asarray(models, dtype=object)
-    t = np.asarray(tenants, dtype=object)
-    if m.shape != t.shape:
-        raise ValueError(f"models and tenants differ in length: {m.shape} vs {t.shape}")
-    return np.isin(m, list(interruptible_models)) | np.isin(t, list(interruptible_tenants))
-
-
-__all__ = ["OPTIONS", "CostPlan", "MonthCost", "OptionPrices", "ROW_COLUMNS", "blended_plan", "interruptible_mask",
-           "plan_range"]
+__all__ = ["OPTIONS", "ROW_COLUMNS", "CostPlan", "MonthCost", "OptionPrices", "blended_plan", "plan_range"]

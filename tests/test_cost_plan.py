@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sizing.cost import optimal_commitment
-from sizing.cost_plan import (OPTIONS, ROW_COLUMNS, OptionPrices, blended_plan, interruptible_mask,
-                              plan_range)
+from sizing.cost_plan import OPTIONS, ROW_COLUMNS, OptionPrices, blended_plan, plan_range
 
 GPU = "H100-SXM-80GB"
 
@@ -126,14 +125,6 @@ def test_range_rejects_unknown_commit_level():
 def test_option_prices_reject_bad_values(kwargs):
     with pytest.raises(ValueError):
         OptionPrices(**kwargs)
-
-
-def test_interruptible_mask_by_model_or_tenant():
-    mask = interruptible_mask(["chat", "batch-embed", "chat"], ["acme", None, "nightly"],
-                              interruptible_models=["batch-embed"], interruptible_tenants=["nightly"])
-    assert mask.tolist() == [False, True, True]
-    with pytest.raises(ValueError, match="differ in length"):
-        interruptible_mask(["a"], [], interruptible_models=["a"])
 
 
 # --- invariants over random need series and prices --------------------------------------------
