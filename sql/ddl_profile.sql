@@ -1,0 +1,37 @@
+-- rollup tables of the traffic profile (capplan/profile.py), kept up to date by refresh_rollups().
+-- every row is one UTC hour of one model; model '__all__' is all models together.
+create table if not exists fct_traffic_hourly (
+    hour_utc             timestamp not null,  -- start of the hour, UTC
+    model                varchar   not null,  -- model name, or '__all__'
+    requests             bigint    not null,  -- rows that arrived in the hour [requests]
+    errors               bigint    not null,  -- rows whose status is outside 2xx [requests]
+    valid_events         bigint    not null,  -- rows that count for the SLI: all but 4xx other than 429 [requests]
+    success_events       bigint    not null,  -- rows with a 2xx status [requests]
+    input_tokens_sum     bigint    not null,  -- [tokens]
+    output_tokens_sum    bigint    not null,  -- [tokens]
+    ttft_ms_sum          double    not null,  -- over rows with ttft logged [ms]
+    ttft_count           bigint    not null,  -- rows with ttft logged [requests]
+    latency_ms_sum       double    not null,  -- over rows with latency logged [ms]
+    latency_count        bigint    not null,  -- rows with latency logged [requests]
+    peak_second_requests bigint    not null   -- arrivals in the busiest aligned UTC second of the hour [requests]
+);
+-- sparse log-binned histograms: bin k holds values in [gamma^k, gamma^(k+1)); bin -1 holds [0, 1).
+create table if not exists fct_histogram_hourly (
+    hour_utc timestamp not null,  -- start of the hour, UTC
+    model    varchar   not null,  -- model name, or '__all__'
+    metric   varchar   not null,  -- 'input_tokens' | 'output_tokens' | 'ttft_ms' | 'latency_ms'
+    bin      smallint  not null,  -- log-bin index (see above)
+    count    bigint    not null   -- rows whose value falls in the bin [requests]
+);
+-- peak number of requests in flight during the hour (sweep over [arrival, arrival + latency)).
+create table if not exists fct_concurrency_hourly (
+    hour_utc         timestamp not null,  -- start of the hour, UTC
+    model            varchar   not null,  -- model name, or '__all__'
+    concurrency_peak bigint    not null   -- [requests in flight]
+);
+-- which hours each ingested file touched, so a refresh recomputes only those.
+create table if not exists profile_file_hours (
+    file_id  integer   not null,  -- requests.file_id
+    hour_utc timestamp not null,  -- an hour the file's rows arrive in or are in flight during, UTC
+    rows     bigint    not null   -- the file's rows arriving in that hour [requests]
+);

@@ -1,0 +1,51 @@
+-- quantiles of a metric per period ($grain: 'hour' | 'day' | 'week' | 'month' | 'all', UTC) and model,
+-- read from the log-binned hourly histograms: the q-quantile is the bin holding the ceil(q * n)-th
+-- smallest value, reported as 2 * lo * hi / (lo + hi), within (gamma - 1) / (gamma + 1) of any value
+-- in [lo, hi); bin -1 ([0, 1)) reports 0. $metrics: metric names; $quantiles: list of q in [0, 1].
+with
+
+histogram as (
+    select
+        case when $grain::varchar = 'all' then null else date_trunc($grain::varchar, hour_utc) end as period_start_utc,
+        model, metric, bin, count
+    from fct_histogram_hourly
+    where ($model::varchar is null or model = $model::varchar)
+      and ($since_utc::timestamp is null or hour_utc >= $since_utc::timestamp)
+      and metric in (select unnest($metrics::varchar[]))
+),
+
+merged as (
+    -- days, weeks and months are sums of hours: that is what makes the bins mergeable
+    select period_start_utc, model, metric, bin, sum(count) as count
+    from histogram
+    group by all
+),
+
+cumulative as (
+    select
+        *,
+        sum(count) over (partition by period_start_utc, model, metric order by bin rows unbounded preceding) as count_le,
+        sum(count) over (partition by period_start_utc, model, metric) as total
+    from merged
+),
+
+ranked as (
+    select period_start_utc, model, metric, q, bin, count_le, total
+    from cumulative, (select unnest($quantiles::double[]) as q)
+    where count_le >= greatest(ceil(q * total), 1)
+),
+
+final as (
+    select
+        period_start_utc,
+        model,
+        metric,
+        q,
+        case when min(bin) < 0 then 0.0
+             else 2 * pow($gamma::double, min(bin) + 1) / (1 + $gamma::double) end as value,
+        any_value(total) as count
+    from ranked
+    group by period_start_utc, model, metric, q
+)
+
+select * from final order by model, metric, period_start_utc, q
