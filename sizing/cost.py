@@ -25,6 +25,10 @@ from numpy.typing import ArrayLike
 from sizing._checks import _out, choice, fraction, non_negative, positive
 
 SECONDS_PER_HOUR = 3600.0
+HOURS_PER_YEAR = 8760.0
+RESERVED_TERMS_YEARS = {"1y": 1, "3y": 3}
+# Costs within this relative distance of the minimum count as a tie (float rounding).
+TIE_RELATIVE_TOLERANCE = 1e-9
 
 
 def gpu_seconds_per_request(
@@ -149,9 +153,6 @@ def usd_per_request(
         target_utilisation=target_utilisation)
     return seconds * usd_per_gpu_hour / SECONDS_PER_HOUR
 
-
-HOURS_PER_YEAR = 8760.0
-RESERVED_TERMS_YEARS = {"1y": 1, "3y": 3}
 
 
 def cost_usd(gpus: ArrayLike, usd_per_gpu_hour: float, hours: ArrayLike = 1.0) -> np.ndarray | float:
@@ -385,10 +386,6 @@ class Commitment:
     def all_on_demand_cost_usd(self) -> float:
         """Horizon cost with nothing reserved (R = 0). [USD]"""
         return float(self.cost_by_reserved_usd[0])
-
-
-# Costs within this relative distance of the minimum count as a tie (float rounding).
-TIE_RELATIVE_TOLERANCE = 1e-9
 
 
 def optimal_commitment(
