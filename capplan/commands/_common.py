@@ -21,7 +21,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error (no stack trace) and exit non-zero."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
