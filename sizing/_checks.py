@@ -14,7 +14,7 @@ def _out(x: np.ndarray) -> np.ndarray | float:
 def positive(name: str, value: ArrayLike) -> np.ndarray:
     """``value`` as an array; ``ValueError`` if any element is not > 0 (or is NaN)."""
     arr = np.asarray(value, dtype=float)
-    if not np.all(arr > 0):
+    if not (arr > 0).all():
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return arr
 
@@ -22,7 +22,7 @@ def positive(name: str, value: ArrayLike) -> np.ndarray:
 def non_negative(name: str, value: ArrayLike) -> np.ndarray:
     """``value`` as an array; ``ValueError`` if any element is < 0 (or is NaN)."""
     arr = np.asarray(value, dtype=float)
-    if not np.all(arr >= 0):
+    if not (arr >= 0).all():
         raise ValueError(f"{name} must be >= 0, got {value!r}")
     return arr
 
@@ -32,7 +32,7 @@ def fraction(name: str, value: ArrayLike, *, low_open: bool = True, high_open: b
     arr = np.asarray(value, dtype=float)
     low_ok = arr > 0 if low_open else arr >= 0
     high_ok = arr < 1 if high_open else arr <= 1
-    if not np.all(low_ok & high_ok):
+    if not (low_ok & high_ok).all():
         interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
     return arr

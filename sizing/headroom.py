@@ -97,7 +97,8 @@ def replicas_with_zone_headroom(
     """
     z, k = _zones(zones, zones_lost)
     need = non_negative("replicas_needed", replicas_needed)
-    total = np.ceil(need / (z - k)) * z
+    # Any positive need takes a replica per zone, even one so small that the division underflows to 0.
+    total = np.maximum(np.ceil(need / (z - k)), need > 0) * z
     return int(total) if np.ndim(total) == 0 else total.astype(int)
 
 
@@ -177,5 +178,6 @@ def whole_replicas(gpus: ArrayLike, tensor_parallel: ArrayLike = 1) -> np.ndarra
     >>> whole_replicas(30.9, 2)
     16
     """
-    r = np.ceil(non_negative("gpus", gpus) / positive("tensor_parallel", tensor_parallel))
+    need = non_negative("gpus", gpus)
+    r = np.maximum(np.ceil(need / positive("tensor_parallel", tensor_parallel)), need > 0)  # a positive need takes a replica even if the division underflows
     return int(r) if np.ndim(r) == 0 else r.astype(int)
