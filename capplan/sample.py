@@ -114,9 +114,10 @@ class ModelMix:
 DEFAULT_MODELS: tuple[ModelMix, ...] = (
     ModelMix("llama-3.1-8b", 0.60, 600, 0.9, 180, 0.7, 32_768, 40, 0.05, 12),
     ModelMix("llama-3.1-70b", 0.30, 1_500, 1.0, 350, 0.8, 131_072, 90, 0.20, 35),
-    ModelMix("long-context-128k", 0.10, 24_000, 0.7, 500, 0.7, 131_072, 150, 0.06, 25),
+    ModelMix("qwen2.5-7b", 0.10, 24_000, 0.7, 500, 0.7, 131_072, 150, 0.06, 25),
 )
-"""A small chat model, a large model and a long-context model (ASSUMED figures)."""
+"""A small chat model, a large model and a long-context (RAG) model; names are keys of
+data/models.toml so the sizing stage can look them up. Figures are ASSUMED."""
 
 DEFAULT_TENANTS: tuple[tuple[str, float], ...] = (
     ("acme", 0.40), ("globex", 0.25), ("initech", 0.15), ("umbrella", 0.12), ("hooli", 0.08))
