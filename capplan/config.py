@@ -52,6 +52,13 @@ class IngestConfig(_Section):
         131_072, gt=0, description="Rows with input+output tokens above this are quarantined. [tokens]")
     on_changed_file: Literal["refuse", "replace"] = Field(
         "refuse", description="What to do when a path already ingested now has different content.")
+    future_tolerance_s: float = Field(
+        300.0, ge=0, description="Rows stamped later than ingest time plus this are quarantined. [s]")
+    contract_check: Literal["sample", "all", "off"] = Field(
+        "sample", description="Re-validate loaded rows against the pandera RequestRow contract: a "
+                              "reservoir sample per file, every row (in bounded chunks), or not at all.")
+    contract_sample_rows: int = Field(
+        100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk. [rows]")
 
 
 class ProfileConfig(_Section):

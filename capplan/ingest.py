@@ -1,0 +1,508 @@
+"""Ingest request-log files into DuckDB: validated, incremental, idempotent, crash-safe.
+
+One file is one transaction. Inside it, one SQL pass (``sql/stg_requests.sql``) over
+the file parses every raw column (read as VARCHAR, so the reader rejects nothing
+silently), names the first rule each row breaks, and the good rows go to
+``requests``; the bad rows, with their file row number, rule and raw values, go to
+``quarantine``; and one ``ingest_ledger`` row records the file (path, size,
+SHA-256, rows read/loaded/quarantined). A process killed at any point leaves the
+database as it was before that file (DuckDB's WAL discards the open transaction).
+
+Counts always reconcile: ``rows_read = rows_loaded + rows_quarantined``. The
+quarantine pass (a second scan) runs only when a cheap independent bound on the
+number of records (Parquet metadata; newline count for text files) shows that
+some rows were not loaded. The pandera :class:`RequestRow` model is the contract
+of a loaded row; it re-validates a sample (or every row) of the loaded rows
+inside the same transaction. See ``docs/ingest.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from glob import glob
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import duckdb
+import pandas as pd
+import pandera.pandas as pa
+from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression, SQLExpression
+from pandera.typing import Series
+
+import sql
+from capplan.config import IngestConfig, SourceConfig
+
+#: Canonical request columns, in table order (``sql/ddl_requests.sql``).
+CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status", "ttft_ms",
+                     "latency_ms", "request_id", "tenant", "zone")
+REQUIRED_COLUMNS = ("ts_utc", "input_tokens", "output_tokens")
+#: Raw value given to an optional column the source lacks (the rest become null).
+DEFAULT_MODEL = "default"
+DEFAULT_STATUS = "200"
+#: canonical column -> source column, per preset; a preset's order is the positional
+#: order of a CSV file without a header.
+PRESETS: dict[str, dict[str, str]] = {
+    "canonical": {c: c for c in CANONICAL_COLUMNS},
+    # Azure LLM inference traces (AzurePublicDataset): TIMESTAMP, ContextTokens, GeneratedTokens
+    "azure": {"ts_utc": "TIMESTAMP", "input_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"},
+}
+#: microseconds per unit of a numeric timestamp
+UNIT_US = {"s": 1e6, "ms": 1e3, "us": 1.0}
+FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
+           ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+_MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd", "parquet": b"PAR1"}
+#: DuckDB CSV reject types -> quarantine rule (INVALID UNICODE is a whole-file error)
+_REJECT_RULES = {"TOO MANY COLUMNS": "csv_wrong_column_count", "MISSING COLUMNS": "csv_wrong_column_count",
+                 "LINE SIZE OVER MAXIMUM": "line_too_long"}
+_HEADERLESS = re.compile(r"column\d+")
+_CHUNK_BYTES = 8 << 20
+Status = Literal["loaded", "replaced", "unchanged", "refused", "error"]
+
+
+class IngestError(ValueError):
+    """A whole-file problem (format, encoding, columns, content changed): nothing of the file is loaded."""
+
+
+class RequestRow(pa.DataFrameModel):
+    """Contract of one loaded request row (table ``requests``, without ``file_id``)."""
+
+    ts_utc: Series[pd.Timestamp] = pa.Field(description="Arrival time, UTC. [timestamp]")
+    input_tokens: Series[int] = pa.Field(ge=0, description="Prompt tokens. [tokens]")
+    output_tokens: Series[int] = pa.Field(ge=0, description="Generated tokens. [tokens]")
+    model: Series[str] = pa.Field(str_length={"min_value": 1}, description="Model name.")
+    status: Series[int] = pa.Field(ge=100, le=599, description="HTTP status code.")
+    ttft_ms: Series[float] = pa.Field(ge=0, nullable=True, description="Time to first token. [ms]")
+    latency_ms: Series[float] = pa.Field(ge=0, nullable=True, description="Arrival to last token. [ms]")
+    request_id: Series[str] = pa.Field(nullable=True)
+    tenant: Series[str] = pa.Field(nullable=True)
+    zone: Series[str] = pa.Field(nullable=True)
+
+    class Config:
+        coerce = True  # DuckDB gives int32/int16/datetime64[us]; the contract is about values
+        strict = True
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What happened to one file; ``rows_read == rows_loaded + rows_quarantined`` always."""
+
+    path: str
+    source: str
+    status: Status
+    rows_read: int = 0
+    rows_loaded: int = 0
+    rows_quarantined: int = 0
+    file_id: int | None = None
+    defaulted_columns: tuple[str, ...] = ()
+    message: str = ""
+
+    def to_dict(self) -> dict:
+        """Plain data for JSON output."""
+        return {**asdict(self), "defaulted_columns": list(self.defaulted_columns)}
+
+
+@dataclass(frozen=True)
+class _Fingerprint:
+    size_bytes: int
+    sha256: str
+    max_records: int | None  # an upper bound on the data records, when cheap to know
+
+
+@dataclass
+class _Raw:
+    """The file opened as the temp view ``ingest_raw``; what the reader rejected."""
+
+    defaulted: tuple[str, ...]
+    header_lines: int = 0
+    rejects: list[tuple[int, str, str]] = field(default_factory=list)  # (data row, rule, line)
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``requests``, ``quarantine`` and ``ingest_ledger`` if missing."""
+    for name in ("ddl_ingest_ledger", "ddl_requests", "ddl_quarantine"):
+        con.execute(sql.load(name))
+
+
+def column_mapping(source: SourceConfig) -> dict[str, str]:
+    """canonical column -> source column: the preset, overridden by ``source.columns``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown preset or a key that is not a canonical column.
+    """
+    if source.preset not in PRESETS:
+        raise ValueError(f"unknown preset {source.preset!r}; valid presets: {sorted(PRESETS)}")
+    unknown = sorted(set(source.columns) - set(CANONICAL_COLUMNS))
+    if unknown:
+        raise ValueError(f"source {source.name!r}: {unknown} are not canonical columns; "
+                         f"valid: {list(CANONICAL_COLUMNS)}")
+    if source.timezone is not None:
+        try:
+            ZoneInfo(source.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"source {source.name!r}: unknown time zone {source.timezone!r}; "
+                             "expected an IANA name such as 'Europe/Paris'") from None
+    if source.origin is not None and _parse_origin(source.origin) is None:
+        raise ValueError(f"source {source.name!r}: origin {source.origin!r} is not an ISO-8601 timestamp")
+    return {**PRESETS[source.preset], **source.columns}
+
+
+def _parse_origin(origin: str) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(origin)
+    except ValueError:
+        return None
+    return t.astimezone(UTC).replace(tzinfo=None) if t.tzinfo else t
+
+
+def expand_paths(patterns: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """Files matching ``patterns`` (globs expanded, sorted, de-duplicated) and the patterns matching none."""
+    files: dict[Path, None] = {}
+    missing: list[str] = []
+    for pattern in map(str, patterns):
+        matches = sorted(glob(pattern, recursive=True)) if any(c in pattern for c in "*?[") else [pattern]
+        matches = [m for m in matches if Path(m).is_file()]
+        if not matches:
+            missing.append(pattern)
+        files.update((Path(m).resolve(), None) for m in matches)
+    return list(files), missing
+
+
+def detect_format(path: Path) -> tuple[str, str | None]:
+    """``(kind, compression)`` from the file name: kind csv|parquet|jsonl, compression gzip|zstd|None."""
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = COMPRESSIONS.get(suffixes[-1]) if suffixes else None
+    if compression:
+        suffixes = suffixes[:-1]
+    kind = FORMATS.get(suffixes[-1]) if suffixes else None
+    if kind is None:
+        raise IngestError(f"{path}: unknown file type; expected a name ending in one of "
+                          f"{sorted(FORMATS)}, optionally followed by {sorted(COMPRESSIONS)}")
+    if kind == "parquet" and compression:
+        raise IngestError(f"{path}: Parquet is compressed inside; expected no {compression} wrapper")
+    return kind, compression
+
+
+def fingerprint(path: Path, kind: str, compression: str | None) -> _Fingerprint:
+    """Size, SHA-256 and (for text files, uncompressed or gzip) the number of lines, in one streamed read."""
+    digest = hashlib.sha256()
+    size = 0
+    lines = 0
+    last = b"\n"
+    inflate = zlib.decompressobj(wbits=47) if compression == "gzip" else None  # 47: gzip or zlib header
+    count = kind != "parquet" and compression != "zstd"
+    with open(path, "rb") as f:
+        head = f.read(4)
+        expected = _MAGIC.get(compression or kind)
+        if expected and head and not head.startswith(expected):
+            raise IngestError(f"{path}: not a {compression or kind} file (first bytes {head!r}); "
+                              f"expected {expected!r}")
+        f.seek(0)
+        while chunk := f.read(_CHUNK_BYTES):
+            size += len(chunk)
+            digest.update(chunk)
+            if count:
+                text = _inflate(inflate, chunk, path) if inflate else chunk
+                lines += text.count(b"\n")
+                last = text[-1:] or last
+    if size == 0:
+        raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
+    max_records = None
+    if count:
+        max_records = lines + (last != b"\n")
+    elif kind == "parquet":
+        max_records = None  # exact count comes from the Parquet footer, read by DuckDB
+    return _Fingerprint(size, digest.hexdigest(), max_records)
+
+
+def _inflate(inflate: zlib._Decompress, chunk: bytes, path: Path) -> bytes:
+    try:
+        return inflate.decompress(chunk)
+    except zlib.error as exc:
+        raise IngestError(f"{path}: corrupt gzip data ({exc}); expected a complete gzip file") from None
+
+
+def _json_pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _raw_columns(mapping: dict[str, str], present: Callable[[str], bool],
+                 value: Callable[[str], duckdb.Expression]) -> tuple[list[duckdb.Expression], tuple[str, ...]]:
+    """``<canonical>_raw`` expressions for the view; optional columns the source lacks get defaults."""
+    exprs: list[duckdb.Expression] = []
+    defaulted: list[str] = []
+    varchar = duckdb.sqltype("VARCHAR")
+    for canonical in CANONICAL_COLUMNS:
+        src = mapping.get(canonical)
+        if src is not None and present(src):
+            exprs.append(value(src).cast(varchar).alias(f"{canonical}_raw"))
+            continue
+        defaulted.append(canonical)
+        fallback = {"model": DEFAULT_MODEL, "status": DEFAULT_STATUS}.get(canonical)
+        exprs.append(ConstantExpression(fallback).cast(varchar).alias(f"{canonical}_raw"))
+    return exprs, tuple(defaulted)
+
+
+def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present: Callable[[str], bool]) -> None:
+    missing = [f"{c} (source column {mapping.get(c, c)!r})" for c in REQUIRED_COLUMNS
+               if c not in mapping or not present(mapping[c])]
+    if missing:
+        hint = " — wrong delimiter?" if len(found) == 1 and any(ch in found[0] for ch in ",;\t|") else ""
+        raise IngestError(f"{path}: missing required column {', '.join(missing)}; found columns "
+                          f"{list(found)[:20]}{hint}")
+
+
+def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> _Raw:
+    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=64 << 20)
+    columns = rel.columns
+    header = not all(_HEADERLESS.fullmatch(c) for c in columns)
+    if not header:  # no header: columns are in the preset's canonical order
+        positional = dict(zip(order, columns))
+        mapping = {c: positional[mapping[c]] for c in mapping if mapping[c] in positional}
+    _require(path, mapping, columns, lambda c: c in columns)
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
+    raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
+    rows = SQLExpression("row_number() over ()").alias("source_row")
+    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
+               *exprs).create_view("ingest_raw", replace=True)
+    return _Raw(defaulted, header_lines=int(header))
+
+
+def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> _Raw:
+    rel = con.read_parquet(str(path), file_row_number=True)
+    columns = [c for c in rel.columns if c != "file_row_number"]
+    _require(path, mapping, columns, lambda c: c in columns)
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
+    raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
+    rows = SQLExpression("file_row_number + 1").alias("source_row")
+    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
+               *exprs).create_view("ingest_raw", replace=True)
+    return _Raw(defaulted)
+
+
+def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> _Raw:
+    # One VARCHAR per line (0x1f cannot appear raw in valid JSON), so a malformed line is a
+    # quarantined row instead of an error for the whole file; blank lines are not records.
+    lines = con.read_csv(str(path), header=False, sep="\x1f", quotechar="", escapechar="",
+                         columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
+                         max_line_size=64 << 20)
+    numbered = lines.select(SQLExpression("row_number() over ()").alias("source_row"), ColumnExpression("line"))
+    valid = FunctionExpression("json_valid", ColumnExpression("line"))
+    sample = numbered.filter(valid).limit(1000).select(
+        FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
+    keys = sorted({k for (ks,) in sample if ks for k in ks})
+    if not sample:
+        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
+    _require(path, mapping, keys, lambda c: c in keys)
+
+    def extract(src: str) -> duckdb.Expression:
+        return CaseExpression(valid, FunctionExpression(
+            "json_extract_string", ColumnExpression("line"), ConstantExpression(_json_pointer(src))))
+
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in keys, extract)
+    raw = CaseExpression(valid, ColumnExpression("line").cast(duckdb.sqltype("JSON"))).otherwise(
+        FunctionExpression("to_json", ColumnExpression("line"))).alias("raw")
+    error = CaseExpression(valid, ConstantExpression(None)).otherwise(
+        ConstantExpression("json_malformed")).cast(duckdb.sqltype("VARCHAR")).alias("raw_error")
+    numbered.filter(ColumnExpression("line").isnotnull()).select(
+        ColumnExpression("source_row"), raw, error, *exprs).create_view("ingest_raw", replace=True)
+    return _Raw(defaulted)
+
+
+def _stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Path,
+                  now_utc: datetime) -> dict:
+    origin = _parse_origin(source.origin) if source.origin else None
+    unit = source.timestamp_unit or ("s" if origin is not None else None)
+    return {"file_id": file_id, "path": str(path), "now_utc": now_utc.replace(tzinfo=None),
+            "future_tolerance_s": cfg.future_tolerance_s, "context_limit_tokens": cfg.context_limit_tokens,
+            "timezone": source.timezone or "UTC", "unit_us": UNIT_US[unit] if unit else None,
+            "origin_utc": origin, "default_model": DEFAULT_MODEL}
+
+
+def _last_rejects(con: duckdb.DuckDBPyConnection, path: Path, header_lines: int) -> list[tuple[int, str, str]]:
+    """Lines the CSV reader rejected in its last scan: (data row, rule, raw line)."""
+    if not _first(con, "select count(*) from duckdb_tables() where table_name = 'reject_errors'")[0]:
+        return []
+    rows = con.execute("select distinct line, error_type, csv_line from reject_errors order by line").fetchall()
+    out = []
+    for line, error_type, text in rows:
+        if error_type == "INVALID UNICODE":
+            raise IngestError(f"{path}: line {line}: bytes that are not valid UTF-8; expected UTF-8 text")
+        rule = _REJECT_RULES.get(error_type)
+        if rule is None:
+            raise IngestError(f"{path}: line {line}: unreadable CSV ({error_type.lower()}); "
+                              "expected well-formed CSV")
+        out.append((int(line) - header_lines, rule, text))
+    return out
+
+
+def _quarantine_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path, raw: _Raw) -> None:
+    """Insert the reader's rejected lines, after shifting scan-order row numbers to file rows."""
+    rows = [r for r, _, _ in raw.rejects]
+    # the k-th row the scan returned is data row k + #{j : rows[j] - (j+1) < k} (j 0-based)
+    con.execute(sql.load("stg_quarantine_renumber"), {"file_id": file_id, "gaps": [r - j - 1 for j, r in
+                                                                                  enumerate(rows)]})
+    con.executemany("insert into quarantine values (?, ?, ?, ?, ?, to_json(?::varchar))",
+                    [(file_id, str(path), r, rule, f"line does not split into the header's columns "
+                      f"({rule})", text) for r, rule, text in raw.rejects])
+
+
+def _check_contract(con: duckdb.DuckDBPyConnection, file_id: int, cfg: IngestConfig, path: Path) -> None:
+    """Re-validate loaded rows against :class:`RequestRow` (a sample, or all rows in chunks)."""
+    if cfg.contract_check == "off":
+        return
+    # a systematic sample (every k-th stored row): deterministic, and no sort of the file's rows
+    loaded = _count(con, "select count(*) from requests where file_id = $f", {"f": file_id})
+    stride = 1 if cfg.contract_check == "all" else max(1, loaded // cfg.contract_sample_rows)
+    query = (f"select {', '.join(CANONICAL_COLUMNS)} from requests "
+             "where file_id = $file_id and rowid % $stride = 0")
+    reader = con.sql(query, params={"file_id": file_id, "stride": stride}).to_arrow_reader(cfg.contract_sample_rows)
+    for batch in reader:
+        try:
+            RequestRow.validate(batch.to_pandas(), lazy=True)
+        except pa.errors.SchemaErrors as exc:
+            cases = exc.failure_cases.head(3).to_dict("records")
+            raise IngestError(f"{path}: loaded rows break the RequestRow contract (a bug in the "
+                              f"staging SQL): {cases}") from None
+
+
+def _first(con: duckdb.DuckDBPyConnection, query: str, params: Sequence | dict = ()) -> tuple | None:
+    """The first result row, or None (fetches everything: DuckDB 2 refuses new work on a half-read result)."""
+    rows = con.execute(query, params).fetchall()
+    return rows[0] if rows else None
+
+
+def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict) -> int:
+    return int(_first(con, query, params)[0])
+
+
+def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, cfg: IngestConfig, *,
+              now_utc: datetime | None = None, on_changed: Literal["refuse", "replace"] | None = None,
+              ) -> FileResult:
+    """Ingest one file in one transaction; whole-file problems raise :class:`IngestError`.
+
+    Parameters
+    ----------
+    con : DuckDB connection (tables are created if missing).
+    path : the file; CSV, Parquet or JSON lines, optionally gzip or zstd.
+    source : its column mapping and timestamp conventions.
+    cfg : context limit, future tolerance, contract check.
+    now_utc : ingest time, UTC; rows later than this plus ``cfg.future_tolerance_s`` are quarantined.
+    on_changed : a path already loaded with other content: ``refuse`` (raise) or ``replace`` its rows.
+    """
+    path = Path(path).resolve()
+    now_utc = now_utc or datetime.now(UTC)
+    mapping = column_mapping(source)
+    kind, compression = detect_format(path)
+    fp = fingerprint(path, kind, compression)
+    ensure_tables(con)
+    same = _first(con, "select file_id, path from ingest_ledger where content_sha256 = ? and status = 'loaded' "
+                  "order by file_id limit 1", [fp.sha256])
+    if same is not None:
+        return FileResult(str(path), source.name, "unchanged", file_id=same[0],
+                          message=f"same content already ingested as file {same[0]} ({same[1]})")
+    old = _first(con, "select file_id from ingest_ledger where path = ? and status = 'loaded'", [str(path)])
+    policy = on_changed or cfg.on_changed_file
+    if old is not None and policy == "refuse":
+        raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
+                          "refusing (use --on-changed replace to replace its rows)")
+    con.begin()
+    try:
+        result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
+                                      None if old is None else old[0])
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return result
+
+
+def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dict[str, str],
+                         source: SourceConfig, cfg: IngestConfig, fp: _Fingerprint, now_utc: datetime,
+                         replaces: int | None) -> FileResult:
+    """Replace the old version (if any), stage the file, write the ledger row; the caller commits."""
+    try:
+        if replaces is not None:
+            for table in ("requests", "quarantine"):
+                con.execute(f"delete from {table} where file_id = ?", [replaces])  # fixed table names
+            con.execute("update ingest_ledger set status = 'replaced' where file_id = ?", [replaces])
+        file_id = int(_first(con, "select nextval('ingest_file_id_seq')")[0])
+        for table in ("reject_errors", "reject_scans"):  # the CSV reader appends to these per connection
+            con.execute(f"drop table if exists temp.{table}")
+        raw = (_open_csv(con, path, mapping, list(PRESETS[source.preset].values())) if kind == "csv" else
+               _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping))
+        loaded, quarantined = _stage_rows(con, path, kind, raw, fp, _stage_params(source, cfg, file_id, path, now_utc))
+        _check_contract(con, file_id, cfg, path)
+    except duckdb.Error as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise IngestError(f"{path}: could not be read as {kind}: {first}") from None
+    con.execute(sql.load("stg_ingest_ledger_row"), {
+        "file_id": file_id, "path": str(path), "source": source.name, "size_bytes": fp.size_bytes,
+        "content_sha256": fp.sha256, "rows_loaded": loaded, "rows_quarantined": quarantined,
+        "defaulted_columns": list(raw.defaulted), "ingested_at_utc": now_utc.replace(tzinfo=None)})
+    return FileResult(str(path), source.name, "replaced" if replaces is not None else "loaded",
+                      loaded + quarantined, loaded, quarantined, file_id, raw.defaulted,
+                      f"replaced file {replaces}" if replaces is not None else "")
+
+
+def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw, fp: _Fingerprint,
+                params: dict) -> tuple[int, int]:
+    """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined)."""
+    file_id = params["file_id"]
+    staged = con.sql(sql.load("stg_requests"), params=params)
+    staged.filter("rule is null").select(*CANONICAL_COLUMNS, "file_id").insert_into("requests")
+    if kind != "parquet":
+        raw.rejects = _last_rejects(con, path, raw.header_lines)
+    loaded = _count(con, "select count(*) from requests where file_id = $f", {"f": file_id})
+    bound = (_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0]
+             if kind == "parquet" else fp.max_records)
+    # every data record takes at least one line, so loaded + rejected == that bound proves no row is bad
+    if bound is None or loaded + len(raw.rejects) < int(bound) - raw.header_lines:
+        staged = con.sql(sql.load("stg_requests"), params=params)
+        staged.filter("rule is not null").select(
+            "file_id", "path", "source_row", "rule", "detail", "raw_json").insert_into("quarantine")
+    if raw.rejects:
+        _quarantine_rejects(con, file_id, path, raw)
+    quarantined = _count(con, "select count(*) from quarantine where file_id = $f", {"f": file_id})
+    if loaded + quarantined == 0:
+        raise IngestError(f"{path}: no data rows (header only?); expected at least one request row")
+    if kind == "parquet" and loaded + quarantined != int(bound):
+        raise IngestError(f"{path}: read {loaded + quarantined} rows but the Parquet footer says {bound}")
+    return loaded, quarantined
+
+
+def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path], source: SourceConfig,
+                 cfg: IngestConfig, *, now_utc: datetime | None = None,
+                 on_changed: Literal["refuse", "replace"] | None = None,
+                 on_file: Callable[[FileResult], None] | None = None) -> list[FileResult]:
+    """Ingest every file matching ``patterns``; one file's failure does not stop the others.
+
+    Returns one :class:`FileResult` per file (status ``error`` or ``refused`` carries the
+    message; nothing of such a file is loaded) and per pattern that matched no file.
+    """
+    files, missing = expand_paths(patterns)
+    results = [FileResult(p, source.name, "error", message=f"{p}: no such file") for p in missing]
+    for path in files:
+        try:
+            result = load_file(con, path, source, cfg, now_utc=now_utc, on_changed=on_changed)
+        except IngestError as exc:
+            status: Status = "refused" if "refusing" in str(exc) else "error"
+            result = FileResult(str(path), source.name, status, message=str(exc))
+        results.append(result)
+        if on_file is not None:
+            on_file(result)
+    return results
+
+
+def ingest_sources(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, **kwargs) -> list[FileResult]:
+    """Ingest the files of every source configured in ``[[ingest.sources]]``."""
+    return [r for s in cfg.sources for r in ingest_paths(con, s.paths, s, cfg, **kwargs)]
+
