@@ -4,6 +4,7 @@ Add a module's name here when you add the module.
 """
 
 COMMAND_MODULES: list[str] = [
+    "ingest",
     "cost",
     "size",
     "sample",
