@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import typer
 from hypothesis import given, settings
@@ -324,6 +326,7 @@ def test_output_kind(name: str, expected: tuple):
     (lambda: SampleSpec(MONDAY, 1, 1, drift=Drift("gpt-9", "input", datetime(2026, 8, 3), 2)), "gpt-9"),
     (lambda: Drift("llama-3.1-8b", "prompt", datetime(2026, 8, 3), 2), "metric"),
     (lambda: Incident(datetime(2026, 8, 3), 10, 1.5, 2), "error_fraction"),
+    (lambda: SampleSpec(MONDAY, 1, 1, zones=(('eu "west"', 1.0),)), "zones"),
 ])
 def test_bad_input_raises_value_error(make, match: str):
     with pytest.raises(ValueError, match=match):
@@ -331,6 +334,17 @@ def test_bad_input_raises_value_error(make, match: str):
 
 
 # ------------------------------------------------------------ CLI
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _documented_sample_command() -> list[str]:
+    """The ``capplan sample`` arguments in docs/sample.md's bundled-sample code block."""
+    text = (REPO / "docs" / "sample.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return shlex.split(block.replace("\\\n", " "))[1:]  # drop the executable
+
+
 
 
 @pytest.fixture(scope="module")
@@ -369,6 +383,21 @@ def test_cli_errors_are_one_line_and_non_zero(tmp_path: Path, cli: typer.Typer, 
                                                               for a in extra]])
     assert res.exit_code == code
     assert message in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.slow
+def test_bundled_sample_is_what_the_documented_command_writes(tmp_path: Path, cli: typer.Typer):
+    """data/sample/ holds exactly the rows the command in docs/sample.md writes (≈ 490k rows, a few s)."""
+    args = [a.replace("data/sample", str(tmp_path)) for a in _documented_sample_command()]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    committed = sorted((REPO / "data" / "sample").glob("*.parquet"))
+    assert [p.name for p in committed] == sorted(p.name for p in tmp_path.glob("*.parquet"))
+    for path in committed:
+        assert pq.read_table(path).equals(pq.read_table(tmp_path / path.name)), path.name
+    assert json.loads((REPO / "data/sample/ground_truth.json").read_text()) == json.loads(
+        (tmp_path / "ground_truth.json").read_text())
+    assert sum(p.stat().st_size for p in committed) < 6e6
 
 
 def test_cli_refuses_existing_output_without_force(tmp_path: Path, cli: typer.Typer):
