@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sizing import capacity, demand, headroom, memory
+from sizing import capacity, demand, headroom, memory, queueing
 from sizing._checks import fraction, positive
 from sizing.catalogue import GpuSpec, ModelSpec
 
@@ -113,7 +113,7 @@ class FleetSizing:
             ("input_tokens_per_s", "input tokens/s at peak", "tokens/s", derived),
             ("gpu_output_tokens_per_s", "decode throughput per GPU", "tokens/(s·GPU)", self._source("gpu_output_tokens_per_s")),
             ("gpu_prefill_tokens_per_s", "prefill throughput per GPU", "tokens/(s·GPU)", self._source("gpu_prefill_tokens_per_s")),
-            ("target_utilisation", "target utilisation", "fraction", "assumed"),
+            ("target_utilisation", "target utilisation", "fraction", self._source("target_utilisation")),
             ("gpus_for_decode", "GPUs for decode", "GPUs", derived),
             ("gpus_for_prefill", "GPUs for prefill", "GPUs", derived),
             ("gpus_by_throughput", "GPUs by throughput", "GPUs", derived),
@@ -182,6 +182,8 @@ def size_fleet(
     gpu_prefill_tokens_per_s: float | None = None,
     seqs_per_gpu: float | None = None,
     target_utilisation: float = 0.6,
+    wait_target_s: float | None = None,
+    wait_percentile: float = 0.99,
     spares: int = 1,
     zones: int = 1,
     zones_lost: int = 0,
@@ -228,7 +230,14 @@ def size_fleet(
         Sequences one GPU holds; overrides the KV-cache calculation. [sequences/GPU]
     target_utilisation : float, default 0.6
         Share of throughput *and* sequence slots used at peak (derive it from
-        the SLO with :func:`sizing.queueing.max_utilisation_for_latency_target`). [fraction, (0, 1]]
+        the SLO with ``wait_target_s``). [fraction, (0, 1]]
+    wait_target_s : float, optional
+        If given, ``target_utilisation`` is derived instead: the fewest sequence
+        slots whose ``wait_percentile`` queueing wait stays under this
+        (:func:`sizing.queueing.servers_for_wait_target`, Erlang C with
+        ``latency_s`` as the slot-holding time) sets ``u = L / slots``. [s]
+    wait_percentile : float, default 0.99
+        Percentile of the queueing-wait SLO. [fraction, (0, 1)]
     spares : int, default 1
         N+k spare replicas. [replicas]
     zones, zones_lost : int, default 1, 0
@@ -301,6 +310,12 @@ def size_fleet(
         notes["gpu_prefill_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED)"
 
     concurrency = float(capacity.concurrency_from_littles_law(peak_qps, latency_s))
+    if wait_target_s is not None and concurrency > 0:
+        slots = queueing.servers_for_wait_target(peak_qps, latency_s, wait_target_s, wait_percentile)
+        target_utilisation = min(1.0, concurrency / slots)
+        sources["target_utilisation"] = "derived"
+        notes["target_utilisation"] = (f"highest meeting p{wait_percentile * 100:g} queueing wait <= {wait_target_s:g} s: "
+                                       f"{concurrency:.0f} in flight over {slots} slots (Erlang C)")
     out_tps = float(demand.tokens_per_s(peak_qps, output_tokens_per_request))
     in_tps = float(demand.tokens_per_s(peak_qps, input_tokens_per_request))
     g_decode = float(capacity.gpus_for_throughput(out_tps, gpu_output_tokens_per_s, target_utilisation))

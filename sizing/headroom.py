@@ -179,5 +179,6 @@ def whole_replicas(gpus: ArrayLike, tensor_parallel: ArrayLike = 1) -> np.ndarra
     16
     """
     need = non_negative("gpus", gpus)
-    r = np.maximum(np.ceil(need / positive("tensor_parallel", tensor_parallel)), need > 0)  # a positive need takes a replica even if the division underflows
+    # A positive need takes a replica even if the division underflows to 0.
+    r = np.maximum(np.ceil(need / positive("tensor_parallel", tensor_parallel)), need > 0)
     return int(r) if np.ndim(r) == 0 else r.astype(int)

@@ -470,3 +470,60 @@ def max_utilisation_for_latency_target(
     fraction("percentile", percentile, high_open=True)
     solve = np.vectorize(_max_utilisation, otypes=[float], excluded={"latency"})
     return _out(solve(servers, service_time_s, latency_target_s, percentile, latency=latency))
+
+
+def _servers_for_wait(lam: float, s: float, target: float, p: float) -> int:
+    def meets(c: int) -> bool:
+        return bool(mmc_wait_percentile_s(c, lam, s, p) <= target)
+
+    lo = int(np.floor(lam * s))  # fails: at most the offered load, so the queue is unstable
+    hi = max(lo + 1, 1)
+    while not meets(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # the wait percentile falls as servers are added: bisect
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+    return hi
+
+
+def servers_for_wait_target(
+    arrival_rate_rps: ArrayLike, service_time_s: ArrayLike, wait_target_s: ArrayLike, percentile: ArrayLike = 0.99
+) -> np.ndarray | int:
+    """Fewest servers (sequence slots) for which a waiting-time percentile meets its target (Erlang C staffing).
+
+    .. math:: c^* = \\min \\{ c : t_p(c, \\lambda, S) \\le t_{target} \\}
+
+    Parameters
+    ----------
+    arrival_rate_rps : array_like
+        Arrival rate λ at peak. [requests/s]
+    service_time_s : array_like
+        Mean time a request holds a slot. [s]
+    wait_target_s : array_like
+        Queueing-wait threshold of the SLO. [s]
+    percentile : array_like, default 0.99
+        SLO percentile. [fraction, (0, 1)]
+
+    Returns
+    -------
+    numpy.ndarray or int
+        Servers c*; the utilisation it implies is ``λ·S / c*``. [count]
+
+    Notes
+    -----
+    The wait percentile falls monotonically as servers are added, so the
+    search doubles to a bracket and bisects: O(log c) Erlang C evaluations.
+
+    Examples
+    --------
+    92.6 requests/s holding a slot 6 s each (556 erlangs), p99 wait under 0.5 s:
+
+    >>> servers_for_wait_target(92.593, 6, 0.5, 0.99)
+    587
+    """
+    non_negative("arrival_rate_rps", arrival_rate_rps)
+    positive("service_time_s", service_time_s)
+    non_negative("wait_target_s", wait_target_s)
+    fraction("percentile", percentile, high_open=True)
+    c = np.vectorize(_servers_for_wait, otypes=[int])(arrival_rate_rps, service_time_s, wait_target_s, percentile)
+    return int(c) if np.ndim(c) == 0 else c

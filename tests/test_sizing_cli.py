@@ -83,3 +83,9 @@ def test_errors_are_one_line_with_exit_code_2(extra, message):
                                               (0.1358, "0.136"), ("throughput", "throughput")])
 def test_format_value(value, shown):
     assert format_value(value) == shown
+
+
+def test_wait_slo_flag_derives_the_utilisation():
+    data = json.loads(run(*GOLDEN, "--wait-target-s", "0.5", "--json").stdout)
+    assert data["sources"]["target_utilisation"] == "derived"
+    assert data["target_utilisation"] == pytest.approx(data["concurrency"] / 587, rel=1e-12)

@@ -149,3 +149,12 @@ def test_counts_are_whole_and_cover_the_need(kwargs, qps):
                  "spare_gpus", "warm_pool_gpus"):
         assert getattr(fs, term) >= -1e-9, term
     assert fs.need_gpus == max(fs.gpus_by_throughput, fs.gpus_by_memory)
+
+
+def test_target_utilisation_derived_from_a_wait_slo():
+    fs = size_fleet(**(GOLDEN | {"wait_target_s": 0.5, "wait_percentile": 0.99}))
+    # 556 erlangs need 587 slots for a p99 queueing wait <= 0.5 s (test_sizing_queueing), so u = 555.6 / 587
+    assert fs.target_utilisation == pytest.approx(fs.concurrency / 587, rel=1e-12)
+    assert fs.gpus_by_memory == pytest.approx(587 / 40, rel=1e-12)
+    row = next(r for r in fs.rows() if r["term"] == "target utilisation")
+    assert row["source"] == "derived" and "587 slots" in row["note"]

@@ -116,3 +116,18 @@ def test_max_utilisation_errors(kwargs, match):
     args = {"servers": 400, "service_time_s": 6.0, "latency_target_s": 0.5} | kwargs
     with pytest.raises(ValueError, match=match):
         q.max_utilisation_for_latency_target(**args)
+
+
+@given(st.floats(0.01, 300), st.floats(0.5, 30), st.floats(0.01, 5), st.sampled_from([0.9, 0.95, 0.99, 0.999]))
+@settings(max_examples=60, deadline=None)
+def test_servers_for_wait_target_is_the_fewest_that_meet_it(rate, s, target, p):
+    c = q.servers_for_wait_target(rate, s, target, p)
+    assert q.mmc_wait_percentile_s(c, rate, s, p) <= target
+    assert c == 1 or q.mmc_wait_percentile_s(c - 1, rate, s, p) > target
+    assert c > rate * s                                   # more slots than the offered load: a stable queue
+
+
+def test_servers_for_wait_target_grows_with_load():
+    slots = q.servers_for_wait_target(np.array([10.0, 50.0, 92.593, 500.0]), 6, 0.5, 0.99)
+    assert np.all(np.diff(slots) > 0)
+    assert slots[2] == 587   # the DEVELOPERS load: 556 erlangs need 587 slots for p99 wait <= 0.5 s

@@ -83,6 +83,9 @@ def size(
     kv_tokens: float | None = typer.Option(
         None, "--kv-tokens", help="Tokens per KV-cache slot, e.g. p95 of input+output (default: the means). [tokens]"),
     target_utilisation: float | None = typer.Option(None, "--target-utilisation", help="Of throughput and slots. [fraction]"),
+    wait_target_s: float | None = typer.Option(
+        None, "--wait-target-s", min=0, help="Derive the utilisation from a queueing-wait SLO instead (Erlang C). [s]"),
+    wait_percentile: float = typer.Option(0.99, "--wait-percentile", help="Percentile of --wait-target-s. [fraction]"),
     spares: int | None = typer.Option(None, "--spares", help="N+k spare replicas. [replicas]"),
     zones: int | None = typer.Option(None, "--zones", help="Zones the fleet spans. [count]"),
     zones_lost: int | None = typer.Option(None, "--zones-lost", help="Zones whose loss must be survived. [count]"),
@@ -119,6 +122,7 @@ def size(
             gpu_output_tokens_per_s=gpu_output_tokens_per_s, gpu_prefill_tokens_per_s=gpu_prefill_tokens_per_s,
             seqs_per_gpu=seqs_per_gpu, kv_tokens_per_sequence=kv_tokens,
             target_utilisation=pick(target_utilisation, cfg.target_utilisation),
+            wait_target_s=wait_target_s, wait_percentile=wait_percentile,
             spares=pick(spares, cfg.spares), zones=pick(zones, cfg.zones), zones_lost=pick(zones_lost, cfg.zones_lost),
             growth_safety_factor=pick(growth_safety_factor, cfg.growth_safety_factor),
             rollout_surge_fraction=pick(rollout_surge_fraction, cfg.rollout_surge_fraction),
