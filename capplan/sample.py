@@ -14,13 +14,13 @@ that second. The intensity is
 
     growth(t)  = (1 + g)^(months since start)          g: monthly growth [fraction]
     diurnal(t) = 1 + a·cos(2π(h − h_peak)/24)          mean 1 over a day
-    weekly(t)  = w on Sat/Sun, 7/(5 + 2w)·… normalised so a week averages 1
+    weekly(t)  = c on weekdays, c·w on Sat/Sun         c = 7/(5 + 2w): a week averages 1
     burst(t)   = m inside a burst window, else 1        m: several ×
 
 and λ₀ is chosen so a week at the start averages ``requests_per_day`` including
 the expected burst excess. Each day draws from its own ``numpy.random.Generator``
 seeded by ``(seed, date)``, so a day's rows do not depend on how many days are
-generated around it, and memory stays at one day's rows.
+generated around it; memory holds at most two days and one Parquet row group.
 
 Use :func:`iter_days` to get Arrow tables one day at a time, or
 :func:`write_sample` to stream them to CSV, Parquet or JSON-lines files (optionally
@@ -37,8 +37,8 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -262,6 +262,7 @@ class SampleSpec:
         if self.incidents is False:
             return ()
         if self.incidents is not True:
+            object.__setattr__(self, "incidents", tuple(self.incidents))  # hashable, comparable
             return tuple(sorted(self.incidents, key=lambda i: i.start))
         rng = np.random.default_rng([self.seed, _INCIDENT_STREAM])
         count = 1 if self.days < 30 else 2
@@ -339,6 +340,8 @@ def _as_utc(value: datetime, what: str) -> datetime:
 def _check_shares(label: str, shares: Sequence[float]) -> None:
     if not shares or any(s < 0 for s in shares) or not math.isclose(sum(shares), 1.0, abs_tol=1e-6):
         raise ValueError(f"SampleSpec.{label} shares must be >= 0 and sum to 1, got {list(shares)}")
+    if len(shares) > 127:  # dictionary indices are int8
+        raise ValueError(f"SampleSpec.{label}: at most 127 names, got {len(shares)}")
 
 
 def _day_start(d: date) -> datetime:
@@ -562,12 +565,12 @@ class _Sink:
     def write(self, table: pa.Table) -> None:
         raise NotImplementedError
 
-    def _finish(self) -> None:
+    def _finish(self, ok: bool) -> None:
         raise NotImplementedError
 
     def close(self, ok: bool) -> None:
         try:
-            self._finish()
+            self._finish(ok)
         finally:
             if ok:
                 os.replace(self.tmp, self.path)
@@ -601,9 +604,10 @@ class _ParquetSink(_Sink):
             self._writer.write_table(pa.concat_tables(self._pending), row_group_size=ROW_GROUP_ROWS)
         self._pending, self._pending_rows = [], 0
 
-    def _finish(self) -> None:
+    def _finish(self, ok: bool) -> None:
         try:
-            self._flush()
+            if ok:
+                self._flush()
         finally:
             self._writer.close()
 
@@ -639,7 +643,7 @@ class _TextSink(_Sink):
             for start in range(0, table.num_rows, ROW_GROUP_ROWS):  # keeps each string column < 2 GiB
                 self._stream.write(_json_lines(table.slice(start, ROW_GROUP_ROWS)))
 
-    def _finish(self) -> None:
+    def _finish(self, ok: bool) -> None:
         try:
             if self._stream is not self._raw:
                 self._stream.close()
@@ -745,7 +749,9 @@ def write_sample(
     Notes
     -----
     Each file is written under a temporary name and renamed when complete, so a
-    watcher never sees half a file. Memory holds one day's rows at a time.
+    watcher never sees half a file. The next day is generated on a second thread
+    while this one is written; memory holds at most two days and one row group
+    (:data:`ROW_GROUP_ROWS`).
     """
     targets = check_outputs(spec, out, split, overwrite)
     rows_per_day: dict[date, int] = {}
