@@ -340,3 +340,370 @@ def hourly_traffic(
         {"model": model, "since_utc": _since(since), "empty_hours": empty_hours},
     ).df()
     return _validate(frame, HourlyTraffic)
+
+
+# --------------------------------------------------------------------------- periods
+
+
+class PeriodTraffic(pa.DataFrameModel):
+    """One local day or week of one model (or ``"__all__"``)."""
+
+    period_start_local: Series[pd.Timestamp] = pa.Field(description="Local midnight starting the period.")
+    model: Series[str]
+    requests: Series[pd.Int64Dtype] = pa.Field(ge=0, nullable=True, description="[requests]")
+    observed_hours: Series[int] = pa.Field(ge=0, description="Hours with a request count. [hours]")
+    gap_hours: Series[int] = pa.Field(ge=0, description="Hours without rows. [hours]")
+    avg_qps: Series[float] = pa.Field(ge=0, nullable=True, description="Over observed hours. [requests/s]")
+    peak_hour_qps: Series[float] = pa.Field(ge=0, nullable=True, description="Busiest hour / 3600. [requests/s]")
+    peak_second_qps: Series[float] = pa.Field(ge=0, nullable=True, description="Busiest second. [requests/s]")
+    peak_hour_to_avg: Series[float] = pa.Field(ge=1, nullable=True, description="[ratio]")
+    peak_second_to_avg: Series[float] = pa.Field(ge=0, nullable=True, description="[ratio]")
+    busiest_hour_of_day: Series[pd.Int64Dtype] = pa.Field(
+        ge=0, le=23, nullable=True, description="Local hour of the busiest hour. [0-23]")
+    busiest_day_of_week: Series[pd.Int64Dtype] = pa.Field(
+        ge=1, le=7, nullable=True, description="ISO day of the busiest day, 1 = Monday. [1-7]")
+
+    class Config:
+        coerce = True
+        strict = True
+
+
+class TypicalWeek(pa.DataFrameModel):
+    """168 hour-of-week factors per model (0 = Monday 00:00 local)."""
+
+    model: Series[str]
+    hour_of_week: Series[int] = pa.Field(ge=0, le=167)
+    observed_hours: Series[int] = pa.Field(ge=0, description="Hours averaged. [hours]")
+    avg_qps: Series[float] = pa.Field(ge=0, nullable=True, description="[requests/s]")
+    factor: Series[float] = pa.Field(ge=0, nullable=True, description="Mean of this hour / mean of all. [ratio]")
+
+    class Config:
+        coerce = True
+        strict = True
+
+
+def _check_tz(tz: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"tz must be an IANA time zone such as 'UTC' or 'Europe/Berlin', got {tz!r}") from None
+
+
+def _on_hourly(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, query: str, params: dict) -> pd.DataFrame:
+    """Run a report query over an hourly frame registered as ``profile_hourly``."""
+    con.register("profile_hourly", hourly)
+    try:
+        return con.execute(sql.load(query), params).df()
+    finally:
+        con.unregister("profile_hourly")
+
+
+def _period_traffic(con, grain, model, since, tz, empty_hours) -> pd.DataFrame:
+    _check_tz(tz)
+    hourly = hourly_traffic(con, model, since, empty_hours=empty_hours)
+    frame = _on_hourly(con, hourly, "rpt_period_traffic", {"grain": grain, "tz": tz})
+    return _validate(frame, PeriodTraffic)
+
+
+def daily_traffic(
+    con: duckdb.DuckDBPyConnection,
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+    *,
+    tz: str = "UTC",
+    empty_hours: str = "missing",
+) -> DataFrame[PeriodTraffic]:
+    """Traffic per local day (in ``tz``) and model: average, peak-hour and peak-second QPS and ratios.
+
+    ``peak_hour_to_avg = peak_hour_qps / avg_qps`` and ``peak_second_to_avg = peak_second_qps /
+    avg_qps``; ``avg_qps`` is over observed hours (a DST day has 23 or 25 of them). Arguments as in
+    :func:`hourly_traffic`; ``tz`` is an IANA zone.
+    """
+    return _period_traffic(con, "day", model, since, tz, empty_hours)
+
+
+def weekly_traffic(
+    con: duckdb.DuckDBPyConnection,
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+    *,
+    tz: str = "UTC",
+    empty_hours: str = "missing",
+) -> DataFrame[PeriodTraffic]:
+    """Traffic per local ISO week (Monday start, in ``tz``) and model; columns as :func:`daily_traffic`."""
+    return _period_traffic(con, "week", model, since, tz, empty_hours)
+
+
+def typical_week(
+    con: duckdb.DuckDBPyConnection,
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+    *,
+    tz: str = "UTC",
+) -> DataFrame[TypicalWeek]:
+    """168 hourly factors per model: mean requests in each local hour of the week / overall mean.
+
+    Gap hours are left out of both means; an hour of the week never observed has a null factor.
+    """
+    _check_tz(tz)
+    hourly = hourly_traffic(con, model, since, empty_hours="missing")
+    return _validate(_on_hourly(con, hourly, "rpt_typical_week", {"tz": tz}), TypicalWeek)
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+class TokenDistribution(pa.DataFrameModel):
+    """Token lengths per period and model, percentiles from merged log-binned histograms."""
+
+    period_start_utc: Series[pd.Timestamp] = pa.Field(description="Start of the UTC period.")
+    model: Series[str]
+    requests: Series[int] = pa.Field(ge=0, description="[requests]")
+    input_tokens_mean: Series[float] = pa.Field(ge=0, description="Exact, from sums. [tokens]")
+    input_tokens_p50: Series[float] = pa.Field(ge=0, description="[tokens]")
+    input_tokens_p90: Series[float] = pa.Field(ge=0, description="[tokens]")
+    input_tokens_p99: Series[float] = pa.Field(ge=0, description="[tokens]")
+    output_tokens_mean: Series[float] = pa.Field(ge=0, description="Exact, from sums. [tokens]")
+    output_tokens_p50: Series[float] = pa.Field(ge=0, description="[tokens]")
+    output_tokens_p90: Series[float] = pa.Field(ge=0, description="[tokens]")
+    output_tokens_p99: Series[float] = pa.Field(ge=0, description="[tokens]")
+
+    class Config:
+        coerce = True
+        strict = True
+
+
+class Histogram(pa.DataFrameModel):
+    """Log-binned histogram of one metric per period and model (sparse: empty bins are absent)."""
+
+    period_start_utc: Series[pd.Timestamp]
+    model: Series[str]
+    bin_lo: Series[float] = pa.Field(ge=0, description="Inclusive lower edge, in the metric's unit.")
+    bin_hi: Series[float] = pa.Field(gt=0, description="Exclusive upper edge, in the metric's unit.")
+    count: Series[int] = pa.Field(gt=0, description="[requests]")
+
+    class Config:
+        coerce = True
+        strict = True
+
+
+_TOKEN_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def _quantiles(con, metrics: Sequence[str], quantiles: Sequence[float], grain: str, model, since) -> pd.DataFrame:
+    """Long frame period_start_utc, model, metric, q, value, count from the merged histograms."""
+    return con.execute(sql.load("rpt_histogram_quantiles"), {
+        "grain": grain, "model": model, "since_utc": _since(since), "metrics": list(metrics),
+        "quantiles": list(quantiles), "gamma": HISTOGRAM_GAMMA,
+    }).df()
+
+
+def _wide_quantiles(long: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
+    """Pivot to one column per metric and quantile: ``<metric>_p<100 q>``."""
+    long = long.assign(column=long["metric"] + "_p" + (long["q"] * 100).round().astype(int).astype(str))
+    wide = long.pivot_table(index=["period_start_utc", "model"], columns="column", values="value",
+                            dropna=False).reset_index()
+    return wide.reindex(columns=["period_start_utc", "model", *names])
+
+
+def token_distribution(
+    con: duckdb.DuckDBPyConnection,
+    grain: str = "day",
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+) -> DataFrame[TokenDistribution]:
+    """Mean, p50, p90 and p99 of input and output tokens per UTC period and model (and ``__all__``).
+
+    Percentiles come from the hourly log-binned histograms summed over the period, never from
+    averaged percentiles: each is within ``HISTOGRAM_RELATIVE_ERROR`` (≈ 0.99 %) of the exact
+    ``ceil(q·n)``-th smallest value. Means are exact (token sums / requests).
+
+    Parameters
+    ----------
+    grain : {"hour", "day", "week", "month"}
+        Period length; weeks start on Monday, all in UTC.
+    """
+    _check_choice("grain", grain, GRAINS)
+    _fresh(con)
+    long = _quantiles(con, ("input_tokens", "output_tokens"), _TOKEN_QUANTILES, grain, model, since)
+    names = [f"{m}_p{round(q * 100)}" for m in ("input_tokens", "output_tokens") for q in _TOKEN_QUANTILES]
+    wide = _wide_quantiles(long, names)
+    sums = con.execute(sql.load("rpt_period_token_sums"),
+                       {"grain": grain, "model": model, "since_utc": _since(since)}).df()
+    frame = sums.merge(wide, on=["period_start_utc", "model"], how="inner")
+    frame["input_tokens_mean"] = frame["input_tokens_sum"] / frame["requests"]
+    frame["output_tokens_mean"] = frame["output_tokens_sum"] / frame["requests"]
+    columns = list(TokenDistribution.to_schema().columns)
+    return _validate(frame[columns].sort_values(["model", "period_start_utc"], ignore_index=True),
+                     TokenDistribution)
+
+
+def histograms(
+    con: duckdb.DuckDBPyConnection,
+    metric: str,
+    grain: str = "week",
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+) -> DataFrame[Histogram]:
+    """Sparse histogram of ``metric`` per UTC period and model: bins ``[bin_lo, bin_hi)`` and counts.
+
+    Parameters
+    ----------
+    metric : {"input_tokens", "output_tokens", "ttft_ms", "latency_ms"}
+        Tokens in [tokens], times in [ms]. Bin ``[0, 1)`` holds zeros; above it edges grow by
+        ``HISTOGRAM_GAMMA``. The same edges in every period, so periods compare bin by bin.
+    grain : {"hour", "day", "week", "month"}
+    """
+    _check_choice("metric", metric, METRICS)
+    _check_choice("grain", grain, GRAINS)
+    _fresh(con)
+    frame = con.execute(sql.load("rpt_histograms"), {
+        "metric": metric, "grain": grain, "model": model, "since_utc": _since(since), "gamma": HISTOGRAM_GAMMA,
+    }).df()
+    return _validate(frame, Histogram)
+
+
+# --------------------------------------------------------------------------- SLI
+
+
+class HourlySli(pa.DataFrameModel):
+    """Request-based SLI per UTC hour and model (and ``__all__``)."""
+
+    hour_utc: Series[pd.Timestamp]
+    model: Series[str]
+    valid_events: Series[int] = pa.Field(ge=0, description="All rows but non-429 4xx. [requests]")
+    good_events: Series[int] = pa.Field(ge=0, description="2xx with TTFT <= threshold. [requests]")
+    success_rate: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="2xx / valid. [fraction]")
+    good_fraction: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="good / valid. [fraction]")
+    ttft_p50_ms: Series[float] = pa.Field(ge=0, nullable=True, description="From histograms. [ms]")
+    ttft_p95_ms: Series[float] = pa.Field(ge=0, nullable=True, description="[ms]")
+    ttft_p99_ms: Series[float] = pa.Field(ge=0, nullable=True, description="[ms]")
+
+    class Config:
+        coerce = True
+        strict = True
+
+
+_TTFT_QUANTILES = (0.5, 0.95, 0.99)
+
+
+def hourly_sli(
+    con: duckdb.DuckDBPyConnection,
+    ttft_threshold_ms: float,
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+) -> DataFrame[HourlySli]:
+    """Valid and good events, success rate and TTFT percentiles per UTC hour and model.
+
+    Parameters
+    ----------
+    ttft_threshold_ms : float
+        A 2xx request is good if its TTFT is at most this. [ms]
+
+    Notes
+    -----
+    * Success is a 2xx status. Valid events are all requests except 4xx client errors other than
+      429: a malformed request is the client's fault, a 429 is our lack of capacity and counts bad.
+    * A 2xx without TTFT logged counts as good (nothing shows it was slow).
+    * Good events are counted exactly from the raw rows (the threshold is a parameter); the TTFT
+      percentiles come from the histograms of all rows with TTFT, within ``HISTOGRAM_RELATIVE_ERROR``.
+    """
+    if not ttft_threshold_ms > 0:
+        raise ValueError(f"ttft_threshold_ms must be > 0, got {ttft_threshold_ms!r}")
+    _fresh(con)
+    counts = con.execute(sql.load("rpt_hourly_sli"), {
+        "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": _since(since)}).df()
+    long = _quantiles(con, ("ttft_ms",), _TTFT_QUANTILES, "hour", model, since)
+    wide = _wide_quantiles(long, [f"ttft_ms_p{round(q * 100)}" for q in _TTFT_QUANTILES])
+    wide = wide.rename(columns={f"ttft_ms_p{round(q * 100)}": f"ttft_p{round(q * 100)}_ms" for q in _TTFT_QUANTILES})
+    frame = counts.merge(wide.rename(columns={"period_start_utc": "hour_utc"}), on=["hour_utc", "model"], how="left")
+    return _validate(frame.sort_values(["model", "hour_utc"], ignore_index=True), HourlySli)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _num(value: Any) -> float | int | None:
+    """A JSON-friendly number: NaN/NA become None, numpy scalars plain Python."""
+    if value is None or pd.isna(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _token_stats(con, model, since) -> dict[str, dict[str, dict[str, float | None]]]:
+    """{model: {"input_tokens": {mean, p50, p90, p99}, "output_tokens": {...}}} over the whole window."""
+    long = _quantiles(con, ("input_tokens", "output_tokens"), _TOKEN_QUANTILES, "all", model, since)
+    sums = con.execute(sql.load("rpt_period_token_sums"),
+                       {"grain": "all", "model": model, "since_utc": _since(since)}).df()
+    stats: dict[str, dict] = {}
+    for row in sums.itertuples():
+        stats[row.model] = {"requests": int(row.requests)}
+        for metric in ("input_tokens", "output_tokens"):
+            mine = long[(long["model"] == row.model) & (long["metric"] == metric)]
+            entry = {"mean": _num(getattr(row, f"{metric}_sum") / row.requests) if row.requests else None}
+            entry |= {f"p{round(q * 100)}": _num(v) for q, v in zip(mine["q"], mine["value"], strict=True)}
+            stats[row.model][metric] = entry
+    return stats
+
+
+def profile_summary(
+    con: duckdb.DuckDBPyConnection,
+    model: str | None = None,
+    since: date | datetime | str | None = None,
+    *,
+    ttft_threshold_ms: float = 2_000.0,
+    empty_hours: str = "missing",
+) -> dict[str, Any]:
+    """A compact, JSON-ready summary of the traffic profile; the keys are stable.
+
+    Keys
+    ----
+    ``scope`` (the model, or ``"__all__"``), ``span_start`` / ``span_end`` (ISO UTC, end exclusive),
+    ``hours``, ``gap_hours`` [hours], ``total_requests`` [requests], ``avg_qps`` (over observed hours),
+    ``peak_hour_qps``, ``peak_second_qps`` [requests/s], ``peak_to_avg`` (peak hour / average) and
+    ``peak_second_to_avg`` [ratio]; ``input_tokens`` / ``output_tokens`` of the scope, each
+    ``{mean, p50, p90, p99}`` [tokens]; ``models``: the same per model (and ``__all__``) with
+    ``requests``; ``sli``: ``ttft_threshold_ms``, ``valid_events``, ``good_events``,
+    ``success_rate``, ``good_fraction`` [fraction], ``ttft_p50_ms``, ``ttft_p95_ms``, ``ttft_p99_ms``.
+    Figures of an empty window are ``None`` (counts 0).
+    """
+    scope = model or ALL_MODELS
+    hourly = hourly_traffic(con, scope, since, empty_hours=empty_hours)
+    observed = hourly[hourly["requests"].notna()]
+    total = int(observed["requests"].sum())
+    avg_qps = total / (len(observed) * 3600) if len(observed) and total else None
+    peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
+    peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
+    tokens = _token_stats(con, model, since)
+    sli = hourly_sli(con, ttft_threshold_ms, scope, since)
+    ttft = _quantiles(con, ("ttft_ms",), _TTFT_QUANTILES, "all", scope, since)
+    valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())
+    success = float((sli["success_rate"].fillna(0) * sli["valid_events"]).sum())
+    empty_tokens = {"mean": None, **{f"p{round(q * 100)}": None for q in _TOKEN_QUANTILES}}
+    return {
+        "scope": scope,
+        "span_start": hourly["hour_utc"].min().isoformat() if len(hourly) else None,
+        "span_end": (hourly["hour_utc"].max() + _HOUR).isoformat() if len(hourly) else None,
+        "hours": len(hourly),
+        "gap_hours": int(hourly["is_gap"].sum()),
+        "total_requests": total,
+        "avg_qps": avg_qps,
+        "peak_hour_qps": peak_hour_qps,
+        "peak_second_qps": peak_second_qps,
+        "peak_to_avg": peak_hour_qps / avg_qps if avg_qps else None,
+        "peak_second_to_avg": peak_second_qps / avg_qps if avg_qps else None,
+        "input_tokens": tokens.get(scope, {}).get("input_tokens", empty_tokens),
+        "output_tokens": tokens.get(scope, {}).get("output_tokens", empty_tokens),
+        "models": tokens,
+        "sli": {
+            "ttft_threshold_ms": ttft_threshold_ms,
+            "valid_events": valid,
+            "good_events": good,
+            "success_rate": round(success) / valid if valid else None,
+            "good_fraction": good / valid if valid else None,
+            **{f"ttft_p{round(q * 100)}_ms": None for q in _TTFT_QUANTILES},
+            **{f"ttft_p{round(q * 100)}_ms": _num(v) for q, v in zip(ttft["q"], ttft["value"], strict=True)},
+        },
+    }

@@ -1,4 +1,4 @@
--- quantiles of a metric per period ($grain: 'hour' | 'day' | 'week' | 'month' | 'all', UTC) and model,
+-- quantiles of a metric per period ($grain: 'hour' | 'day' | 'week' | 'month', UTC; 'all' = the whole window, period null) and model,
 -- read from the log-binned hourly histograms: the q-quantile is the bin holding the ceil(q * n)-th
 -- smallest value, reported as 2 * lo * hi / (lo + hi), within (gamma - 1) / (gamma + 1) of any value
 -- in [lo, hi); bin -1 ([0, 1)) reports 0. $metrics: metric names; $quantiles: list of q in [0, 1].
@@ -6,7 +6,7 @@ with
 
 histogram as (
     select
-        case when $grain::varchar = 'all' then null else date_trunc($grain::varchar, hour_utc) end as period_start_utc,
+        date_trunc(nullif($grain::varchar, 'all'), hour_utc) as period_start_utc,
         model, metric, bin, count
     from fct_histogram_hourly
     where ($model::varchar is null or model = $model::varchar)
