@@ -151,23 +151,93 @@ class FleetSizing:
         return data
 
 
-def _fit_memory(
-    model: ModelSpec, gpu: GpuSpec, kv_tokens: float, kv_dtype: str, weights_dtype: str,
-    reserve: float, block: int, tensor_parallel: int | None,
-) -> tuple[int, float, float, float, float]:
-    """Tensor-parallel degree, KV bytes/token and /sequence per GPU, weights GiB per GPU, sequences per GPU."""
+def _rates(gpu: GpuSpec | None, model: ModelSpec | None, decode: float | None, prefill: float | None,
+           notes: dict[str, str]) -> tuple[float, float | None]:
+    """Decode and prefill tokens/s per GPU: the explicit figure, else the catalogue's ASSUMED one for the size class."""
+    if decode is None:
+        if gpu is None or model is None:
+            raise ValueError("give gpu_output_tokens_per_s, or both gpu and model to take it from the catalogue")
+        decode = gpu.decode_rate(model.size_class)
+        notes["gpu_output_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED, see the GPU catalogue)"
+    if prefill is None and gpu is not None and model is not None:
+        prefill = gpu.prefill_rate(model.size_class)
+        notes["gpu_prefill_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED)"
+    return decode, prefill
+
+
+def _utilisation_from_wait_slo(peak_qps: float, latency_s: float, concurrency: float, wait_target_s: float,
+                               wait_percentile: float, notes: dict[str, str], sources: dict[str, Source]) -> float:
+    """``L / c*`` for the fewest slots c* meeting the queueing-wait SLO (Erlang C)."""
+    slots = queueing.servers_for_wait_target(peak_qps, latency_s, wait_target_s, wait_percentile)
+    sources["target_utilisation"] = "derived"
+    notes["target_utilisation"] = (f"highest meeting p{wait_percentile * 100:g} queueing wait <= {wait_target_s:g} s: "
+                                   f"{concurrency:.0f} in flight over {slots} slots (Erlang C)")
+    return min(1.0, concurrency / slots)
+
+
+def _memory_terms(gpu: GpuSpec | None, model: ModelSpec | None, seqs_per_gpu: float | None,
+                  tensor_parallel: int | None, *, kv_tokens: float | None, kv_tokens_quantile: float | None,
+                  mean_tokens: float, kv_dtype: str, weights_dtype: str, reserve: float, block: int,
+                  notes: dict[str, str], sources: dict[str, Source]) -> dict[str, Any]:
+    """Tensor-parallel degree, KV-cache terms and sequences per GPU (KV terms ``None`` when they did not apply)."""
+    terms: dict[str, Any] = dict(kv_tokens_per_sequence=None, kv_bytes_per_token=None, kv_bytes_per_sequence=None,
+                                 weights_gib_per_gpu=None)
+    if model is None or gpu is None:
+        if seqs_per_gpu is None:
+            raise ValueError("give seqs_per_gpu, or both gpu and model to derive it from KV-cache memory")
+        tp = tensor_parallel or 1
+        positive("tensor_parallel", tp)
+        return terms | dict(tensor_parallel=int(tp), seqs_per_gpu=float(seqs_per_gpu))
+    tokens = float(kv_tokens if kv_tokens is not None else mean_tokens)
     w_bytes = memory.weights_bytes(model.parameters, weights_dtype)
     kv_full = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype)
     tp = tensor_parallel or memory.smallest_tensor_parallel(
-        w_bytes, memory.kv_bytes_per_sequence(kv_tokens, kv_full, block), model.num_kv_heads, gpu.memory_gib, reserve)
+        w_bytes, memory.kv_bytes_per_sequence(tokens, kv_full, block), model.num_kv_heads, gpu.memory_gib, reserve)
     kv_tok = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype, tp)
-    kv_seq = memory.kv_bytes_per_sequence(kv_tokens, kv_tok, block)
-    budget = memory.kv_budget_bytes_per_gpu(gpu.memory_gib, w_bytes, tp, reserve)
-    seqs_replica = memory.sequences_per_replica(budget, kv_seq)
+    kv_seq = memory.kv_bytes_per_sequence(tokens, kv_tok, block)
+    seqs_replica = memory.sequences_per_replica(memory.kv_budget_bytes_per_gpu(gpu.memory_gib, w_bytes, tp, reserve),
+                                                kv_seq)
     if seqs_replica < 1:
-        raise ValueError(f"{model.key} does not fit on {tp} x {gpu.key} with one {kv_tokens:.0f}-token sequence; "
+        raise ValueError(f"{model.key} does not fit on {tp} x {gpu.key} with one {tokens:.0f}-token sequence; "
                          "raise tensor_parallel or lower kv_tokens_per_sequence")
-    return tp, kv_tok, kv_seq, w_bytes / tp / memory.BYTES_PER_GIB, seqs_replica / tp
+    terms.update(tensor_parallel=int(tp), weights_gib_per_gpu=w_bytes / tp / memory.BYTES_PER_GIB)
+    notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPU(s)"
+    if seqs_per_gpu is not None:
+        # seqs_per_gpu was given: the KV-cache terms served only to pick the tensor-parallel degree.
+        return terms | dict(seqs_per_gpu=float(seqs_per_gpu))
+    sources["seqs_per_gpu"] = "derived"
+    notes["kv_tokens_per_sequence"] = (
+        f"p{kv_tokens_quantile * 100:g} of input+output tokens" if kv_tokens_quantile is not None
+        else "given" if kv_tokens is not None else "mean input + mean output (no quantile given)")
+    notes["kv_bytes_per_token"] = (f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads / {tp} GPU(s) "
+                                   f"× {model.head_dim} × {kv_dtype}")
+    notes["seqs_per_gpu"] = (f"{gpu.memory_gib:g} GiB × (1 − {reserve:g}) less weights, "
+                             f"over KV per sequence in {block}-token blocks")
+    return terms | dict(kv_tokens_per_sequence=tokens, kv_bytes_per_token=float(kv_tok),
+                        kv_bytes_per_sequence=float(kv_seq), seqs_per_gpu=seqs_replica / tp)
+
+
+def _headroom_terms(need: float, tp: int, growth_safety_factor: float, rollout_surge_fraction: float,
+                    zones: int, zones_lost: int, spares: int, warm_pool_gpus: int,
+                    notes: dict[str, str]) -> dict[str, Any]:
+    """Each headroom term on its own, then whole replicas and the total. [GPUs]"""
+    growth = float(headroom.growth_safety_gpus(need, growth_safety_factor))
+    surge = float(headroom.rollout_surge_gpus(need + growth, rollout_surge_fraction))
+    subtotal = need + growth + surge
+    zone_factor = float(headroom.zone_loss_factor(zones, zones_lost))
+    replicas = headroom.replicas_with_zone_headroom(subtotal / tp, zones, zones_lost)
+    warm = headroom.whole_replicas(warm_pool_gpus, tp) * tp
+    notes["zone_headroom_gpus"] = f"survive losing {zones_lost} of {zones} zone(s): × {zone_factor:g}"
+    notes["rounding_gpus"] = f"{replicas} replicas of {tp} GPU(s), a multiple of {zones} zone(s)"
+    notes["spare_gpus"] = f"N+{spares}: {spares} spare replica(s) of {tp} GPU(s)"
+    return dict(
+        growth_safety_factor=float(growth_safety_factor), growth_headroom_gpus=growth,
+        rollout_surge_fraction=float(rollout_surge_fraction), rollout_surge_gpus=surge,
+        zones=int(zones), zones_lost=int(zones_lost), zone_headroom_gpus=subtotal * (zone_factor - 1),
+        rounding_gpus=replicas * tp - subtotal * zone_factor, replicas=int(replicas),
+        spares=int(spares), spare_gpus=int(spares) * tp, warm_pool_gpus=int(warm),
+        total_gpus=int(replicas * tp + spares * tp + warm),
+    )
 
 
 def size_fleet(
@@ -300,92 +370,45 @@ def size_fleet(
     notes: dict[str, str] = {}
     sources: dict[str, Source] = {name: "measured" for name in measured_inputs}
 
-    if gpu_output_tokens_per_s is None:
-        if gpu is None or model is None:
-            raise ValueError("give gpu_output_tokens_per_s, or both gpu and model to take it from the catalogue")
-        gpu_output_tokens_per_s = gpu.decode_rate(model.size_class)
-        notes["gpu_output_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED, see the GPU catalogue)"
-    if gpu_prefill_tokens_per_s is None and gpu is not None and model is not None:
-        gpu_prefill_tokens_per_s = gpu.prefill_rate(model.size_class)
-        notes["gpu_prefill_tokens_per_s"] = f"from {gpu.key}, {model.size_class} class (ASSUMED)"
-
+    decode_rate, prefill_rate = _rates(gpu, model, gpu_output_tokens_per_s, gpu_prefill_tokens_per_s, notes)
     concurrency = float(capacity.concurrency_from_littles_law(peak_qps, latency_s))
     if wait_target_s is not None and concurrency > 0:
-        slots = queueing.servers_for_wait_target(peak_qps, latency_s, wait_target_s, wait_percentile)
-        target_utilisation = min(1.0, concurrency / slots)
-        sources["target_utilisation"] = "derived"
-        notes["target_utilisation"] = (f"highest meeting p{wait_percentile * 100:g} queueing wait <= {wait_target_s:g} s: "
-                                       f"{concurrency:.0f} in flight over {slots} slots (Erlang C)")
+        target_utilisation = _utilisation_from_wait_slo(
+            peak_qps, latency_s, concurrency, wait_target_s, wait_percentile, notes, sources)
     out_tps = float(demand.tokens_per_s(peak_qps, output_tokens_per_request))
     in_tps = float(demand.tokens_per_s(peak_qps, input_tokens_per_request))
-    g_decode = float(capacity.gpus_for_throughput(out_tps, gpu_output_tokens_per_s, target_utilisation))
+    g_decode = float(capacity.gpus_for_throughput(out_tps, decode_rate, target_utilisation))
     g_prefill = 0.0
-    if in_tps > 0 and gpu_prefill_tokens_per_s is not None:
-        g_prefill = float(capacity.gpus_for_throughput(in_tps, gpu_prefill_tokens_per_s, target_utilisation))
-    elif in_tps > 0:
+    if in_tps == 0:
+        prefill_rate = None  # no prompt tokens: the prefill rate did not enter
+    elif prefill_rate is None:
         notes["gpus_for_prefill"] = "not counted: no prefill throughput given"
-
-    kv_tokens = kv_tok = kv_seq = w_gib = None
-    if model is not None and gpu is not None:
-        kv_tokens = float(kv_tokens_per_sequence if kv_tokens_per_sequence is not None
-                          else input_tokens_per_request + output_tokens_per_request)
-        notes["kv_tokens_per_sequence"] = (
-            f"p{kv_tokens_quantile * 100:g} of input+output tokens" if kv_tokens_quantile is not None
-            else "given" if kv_tokens_per_sequence is not None else "mean input + mean output (no quantile given)")
-        tp, kv_tok, kv_seq, w_gib, mem_seqs = _fit_memory(
-            model, gpu, kv_tokens, kv_dtype, weights_dtype, memory_reserve_fraction, kv_block_size_tokens, tensor_parallel)
-        notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPU(s)"
-        if seqs_per_gpu is None:
-            seqs_per_gpu = mem_seqs
-            sources["seqs_per_gpu"] = "derived"
-            notes["seqs_per_gpu"] = (f"{gpu.memory_gib:g} GiB × (1 − {memory_reserve_fraction:g}) less weights, "
-                                     f"over KV per sequence in {kv_block_size_tokens}-token blocks")
-            notes["kv_bytes_per_token"] = (f"2 × {model.num_layers} layers × {model.num_kv_heads} KV heads / {tp} GPU(s) "
-                                           f"× {model.head_dim} × {kv_dtype}")
-        else:
-            # seqs_per_gpu was given: the KV-cache terms were used only to pick the tensor-parallel degree.
-            kv_tokens = kv_tok = kv_seq = None
-    elif seqs_per_gpu is None:
-        raise ValueError("give seqs_per_gpu, or both gpu and model to derive it from KV-cache memory")
     else:
-        tp = tensor_parallel or 1
-    positive("tensor_parallel", tp)
+        g_prefill = float(capacity.gpus_for_throughput(in_tps, prefill_rate, target_utilisation))
 
+    mem = _memory_terms(gpu, model, seqs_per_gpu, tensor_parallel,
+                        kv_tokens=kv_tokens_per_sequence, kv_tokens_quantile=kv_tokens_quantile,
+                        mean_tokens=input_tokens_per_request + output_tokens_per_request, kv_dtype=kv_dtype,
+                        weights_dtype=weights_dtype, reserve=memory_reserve_fraction, block=kv_block_size_tokens,
+                        notes=notes, sources=sources)
     g_tput = g_decode + g_prefill
-    g_mem = float(capacity.gpus_for_concurrency(concurrency, seqs_per_gpu, target_utilisation))
+    g_mem = float(capacity.gpus_for_concurrency(concurrency, mem["seqs_per_gpu"], target_utilisation))
     binding = "throughput" if g_tput >= g_mem else "memory"
     need = max(g_tput, g_mem)
     notes["binding_margin_gpus"] = (f"{binding} needs {abs(g_tput - g_mem):.1f} GPUs more "
-                                    f"({max(g_tput, g_mem) / max(min(g_tput, g_mem), 1e-12):.2f}×)")
-
-    growth = float(headroom.growth_safety_gpus(need, growth_safety_factor))
-    surge = float(headroom.rollout_surge_gpus(need + growth, rollout_surge_fraction))
-    subtotal = need + growth + surge
-    zone_factor = float(headroom.zone_loss_factor(zones, zones_lost))
-    replicas = headroom.replicas_with_zone_headroom(subtotal / tp, zones, zones_lost)
-    warm = headroom.whole_replicas(warm_pool_gpus, tp) * tp
-    notes["zone_headroom_gpus"] = f"survive losing {zones_lost} of {zones} zone(s): × {zone_factor:g}"
-    notes["rounding_gpus"] = f"{replicas} replicas of {tp} GPU(s), a multiple of {zones} zone(s)"
-    notes["spare_gpus"] = f"N+{spares}: {spares} spare replica(s) of {tp} GPU(s)"
-    if in_tps == 0:
-        gpu_prefill_tokens_per_s = None  # no prompt tokens: the prefill rate did not enter
+                                    f"({need / max(min(g_tput, g_mem), 1e-12):.2f}×)")
+    extra = _headroom_terms(need, mem["tensor_parallel"], growth_safety_factor, rollout_surge_fraction,
+                            zones, zones_lost, spares, warm_pool_gpus, notes)
     return FleetSizing(
         gpu=gpu.key if gpu else None, model=model.key if model else None,
         average_qps=average_qps, peak_qps=float(peak_qps), latency_s=float(latency_s),
         output_tokens_per_request=float(output_tokens_per_request),
         input_tokens_per_request=float(input_tokens_per_request),
-        gpu_output_tokens_per_s=float(gpu_output_tokens_per_s),
-        gpu_prefill_tokens_per_s=None if gpu_prefill_tokens_per_s is None else float(gpu_prefill_tokens_per_s),
+        gpu_output_tokens_per_s=float(decode_rate),
+        gpu_prefill_tokens_per_s=None if prefill_rate is None else float(prefill_rate),
         target_utilisation=float(target_utilisation),
         concurrency=concurrency, output_tokens_per_s=out_tps, input_tokens_per_s=in_tps,
-        gpus_for_decode=g_decode, gpus_for_prefill=g_prefill, gpus_by_throughput=g_tput,
-        tensor_parallel=int(tp), kv_tokens_per_sequence=kv_tokens, kv_bytes_per_token=kv_tok,
-        kv_bytes_per_sequence=kv_seq, weights_gib_per_gpu=w_gib, seqs_per_gpu=float(seqs_per_gpu),
+        gpus_for_decode=g_decode, gpus_for_prefill=g_prefill, gpus_by_throughput=g_tput, **mem,
         gpus_by_memory=g_mem, binding_constraint=binding, binding_margin_gpus=abs(g_tput - g_mem), need_gpus=need,
-        growth_safety_factor=float(growth_safety_factor), growth_headroom_gpus=growth,
-        rollout_surge_fraction=float(rollout_surge_fraction), rollout_surge_gpus=surge,
-        zones=int(zones), zones_lost=int(zones_lost), zone_headroom_gpus=subtotal * (zone_factor - 1),
-        rounding_gpus=replicas * tp - subtotal * zone_factor, replicas=int(replicas),
-        spares=int(spares), spare_gpus=int(spares) * int(tp), warm_pool_gpus=int(warm),
-        total_gpus=int(replicas * tp + spares * tp + warm), notes=notes, sources=sources,
+        **extra, notes=notes, sources=sources,
     )
