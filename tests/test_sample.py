@@ -129,11 +129,11 @@ def test_weekends_quieter_than_weekdays(four_weeks: pa.Table):
 
 @pytest.mark.parametrize("growth", [0.25, -0.2])
 def test_growth_sign_and_size(growth: float):
-    """Mean of weeks 5–6 over weeks 1–2 is (1 + g)^(28 days / 30.44 days): within ±6 %."""
-    spec = SampleSpec(MONDAY, 42, 3_000, seed=8, monthly_growth_fraction=growth, incidents=False)
+    """Week 5 over week 1 is (1 + g)^(28 days / 30.44 days): within ±6 %."""
+    spec = SampleSpec(MONDAY, 35, 4_000, seed=8, monthly_growth_fraction=growth, incidents=False)
     (first, last), = _sql(_table(spec), """
         select count(*) filter (ts_utc < $a), count(*) filter (ts_utc >= $b) from t""",
-        {"a": datetime(2026, 8, 17, tzinfo=UTC), "b": datetime(2026, 8, 31, tzinfo=UTC)})
+        {"a": datetime(2026, 8, 10, tzinfo=UTC), "b": datetime(2026, 8, 31, tzinfo=UTC)})
     expected = (1 + growth) ** (28 / (365.25 / 12))
     assert last / first == pytest.approx(expected, rel=0.06)
     assert (last > first) == (growth > 0)
@@ -219,7 +219,7 @@ def test_seeded_incidents_placed_inside_the_span_and_absent_when_off():
     assert replace(spec, incidents=False).incident_windows == ()
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2**32), rate=st.floats(50, 3_000), growth=st.floats(-0.5, 1.0))
 def test_row_invariants(seed: int, rate: float, growth: float):
     """Any seed: sorted timestamps inside the day, tokens in range, latency ≥ TTFT, unique ids."""
