@@ -5,7 +5,12 @@ Add a module's name here when you add the module.
 
 COMMAND_MODULES: list[str] = [
     "ingest",
+    "profile",
     "cost",
     "size",
     "sample",
+    "slo",
+    "drift",
+    "plan",
+    "serve",
 ]
