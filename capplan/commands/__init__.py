@@ -9,8 +9,4 @@ COMMAND_MODULES: list[str] = [
     "cost",
     "size",
     "sample",
-    "slo",
-    "drift",
-    "plan",
-    "serve",
 ]
