@@ -71,6 +71,7 @@ def test_storage_rows():
     (["--gpu", "B200"], "unknown GPU 'B200'"),
     (["--zones", "2", "--zones-lost", "2"], "zones_lost must be a whole number"),
     (["--kv-dtype", "fp6"], "dtype must be one of"),
+    (["--model", "llama-3.1-70b", "--tensor-parallel", "1", "--seqs-per-gpu", "40"], "does not fit on 1 x H100-SXM-80GB"),
 ])
 def test_errors_are_one_line_with_exit_code_2(extra, message):
     result = run(*GOLDEN, *extra)
@@ -89,3 +90,12 @@ def test_wait_slo_flag_derives_the_utilisation():
     data = json.loads(run(*GOLDEN, "--wait-target-s", "0.5", "--json").stdout)
     assert data["sources"]["target_utilisation"] == "derived"
     assert data["target_utilisation"] == pytest.approx(data["concurrency"] / 587, rel=1e-12)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--requests-per-day", "2000000"], "--requests-per-day needs --peak-to-avg"),
+    (["--peak-qps", "9", "--retention-days", "3"], "--retention-days needs --requests-per-day"),
+])
+def test_incomplete_demand_flags(args, message):
+    result = run("size", "--latency-s", "6", "--output-tokens", "400", "--seqs-per-gpu", "40", *args)
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
