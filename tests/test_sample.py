@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from capplan.commands import sample as sample_command
 from capplan.db import connect
 from capplan.sample import (
     DEFAULT_MODELS,
@@ -349,10 +348,9 @@ def _documented_sample_command() -> list[str]:
 
 @pytest.fixture(scope="module")
 def cli() -> typer.Typer:
-    """The command registered on a group app (as capplan.cli does), so ``sample`` is a sub-command."""
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    sample_command.register(app)
+    """The real ``capplan`` app, as the console script runs it."""
+    from capplan.cli import app
+
     return app
 
 
