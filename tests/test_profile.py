@@ -83,3 +83,131 @@ def test_empty_hours_zero(con):
 def test_empty_hours_invalid(con):
     with pytest.raises(ValueError, match="empty_hours must be one of"):
         profile.hourly_traffic(con, empty_hours="nothing")
+
+
+def test_dst_day_in_a_non_utc_source(con):
+    """Rows logged in New York wall-clock time on 2026-03-08 (02:00 -> 03:00 spring forward)."""
+    local = ["2026-03-08 01:30:00", "2026-03-08 01:59:59", "2026-03-08 03:00:00", "2026-03-08 03:30:00"]
+    # what ingest does with a naive local timestamp: interpret it in the source zone, store UTC
+    utc = [con.execute("select timezone('UTC', timezone('America/New_York', ?::timestamp))", [t]).fetchone()[0]
+           for t in local]
+    _insert(con, [(t, 10, 1, "a", 200, None, None, 1) for t in utc])
+    hourly = profile.hourly_traffic(con, "a").set_index("hour_utc")["requests"]
+    # 01:xx EST = 06:xx UTC; 03:xx EDT = 07:xx UTC: adjacent UTC hours, no gap for the missing 02:xx
+    assert hourly.to_dict() == {datetime(2026, 3, 8, 6): 2, datetime(2026, 3, 8, 7): 2}
+    # with rows every hour of that local day, the local day has 23 hours
+    _insert(con, [(datetime(2026, 3, 8, 5) + pd.Timedelta(hours=h), 1, 1, "b", 200, None, None, 2)
+                  for h in range(23)])
+    day = profile.daily_traffic(con, "b", tz="America/New_York")
+    assert day["observed_hours"].tolist() == [23]
+    assert day["avg_qps"].iloc[0] == pytest.approx(23 / (23 * 3600))
+
+
+def test_hour_boundaries_and_peak_second(con):
+    _insert(con, [
+        ("2026-03-01 10:59:59.999999", 1, 1, "a", 200, None, None, 1),
+        ("2026-03-01 11:00:00.000000", 1, 1, "a", 200, None, None, 1),
+        ("2026-03-01 11:00:00.999999", 1, 1, "a", 200, None, None, 1),
+        ("2026-03-01 11:00:01.000000", 1, 1, "a", 200, None, None, 1),
+    ])
+    df = profile.hourly_traffic(con, "a").set_index("hour_utc")
+    assert df["requests"].tolist() == [1, 3]
+    assert df["peak_second_qps"].tolist() == [1.0, 2.0]
+    assert df["concurrency_measured_peak"].isna().all()  # no latency logged
+
+
+def test_concurrency_half_open_and_crossing_hours(con):
+    _insert(con, [
+        # [10:00:00, 10:00:02) then [10:00:02, 10:00:03): touching, never both in flight
+        ("2026-03-01 10:00:00", 1, 1, "a", 200, 50.0, 2000.0, 1),
+        ("2026-03-01 10:00:02", 1, 1, "a", 200, 50.0, 1000.0, 1),
+        # a two-hour request from 10:30 to 12:30 is in flight in hours 10, 11 and 12
+        ("2026-03-01 10:30:00", 1, 1, "b", 200, 50.0, 7_200_000.0, 1),
+        ("2026-03-01 12:00:00", 1, 1, "a", 200, 50.0, 60_000.0, 1),
+    ])
+    df = profile.hourly_traffic(con).set_index(["model", "hour_utc"])["concurrency_measured_peak"]
+    h = [datetime(2026, 3, 1, x) for x in (10, 11, 12)]
+    assert df.loc["a"].loc[h[0]] == 1
+    # hour 10: a's requests end at 10:00:03, before b starts; hour 12: b and the 12:00 request overlap
+    assert [df.loc[("__all__", x)] for x in h] == [1, 1, 2]
+    assert [df.loc[("b", x)] for x in h] == [1, 1, 1]
+
+
+def test_token_percentiles_golden(con):
+    # 0..99 input tokens: p50 is the 50th smallest value, 49; p90 is 89; p99 is 98
+    _insert(con, [(f"2026-03-01 10:00:{i % 60:02d}", i, 0, "a", 200, None, None, 1) for i in range(100)])
+    dist = profile.token_distribution(con, "day", "a").iloc[0]
+    for name, exact in (("input_tokens_p50", 49), ("input_tokens_p90", 89), ("input_tokens_p99", 98)):
+        assert dist[name] == pytest.approx(exact, rel=profile.HISTOGRAM_RELATIVE_ERROR), name
+    assert dist["input_tokens_mean"] == pytest.approx(49.5)
+    assert dist["output_tokens_p99"] == 0.0  # zero tokens land in bin [0, 1) and read back as 0
+
+
+def test_sli_golden(con):
+    _insert(con, [
+        ("2026-03-01 10:00:00", 1, 1, "a", 200, 100.0, None, 1),   # good
+        ("2026-03-01 10:00:01", 1, 1, "a", 200, 900.0, None, 1),   # valid, slow: bad
+        ("2026-03-01 10:00:02", 1, 1, "a", 200, None, None, 1),    # good: no TTFT logged
+        ("2026-03-01 10:00:03", 1, 1, "a", 404, 10.0, None, 1),    # client error: not valid
+        ("2026-03-01 10:00:04", 1, 1, "a", 429, 10.0, None, 1),    # valid, bad
+        ("2026-03-01 10:00:05", 1, 1, "a", 503, 10.0, None, 1),    # valid, bad
+    ])
+    row = profile.hourly_sli(con, ttft_threshold_ms=500.0, model="a").iloc[0]
+    assert (row["valid_events"], row["good_events"]) == (5, 2)
+    assert row["success_rate"] == pytest.approx(3 / 5)
+    assert row["good_fraction"] == pytest.approx(2 / 5)
+    # TTFT values 100, 900, 10, 10, 10: p50 is the 3rd smallest (10), p95 and p99 the 5th (900)
+    assert row["ttft_p50_ms"] == pytest.approx(10, rel=profile.HISTOGRAM_RELATIVE_ERROR)
+    assert row["ttft_p99_ms"] == pytest.approx(900, rel=profile.HISTOGRAM_RELATIVE_ERROR)
+
+
+def test_period_traffic_and_typical_week(con):
+    # Monday 2026-03-02: 1 request at 00:xx, 3 at 12:xx UTC = 13:xx in Berlin
+    _insert(con, [("2026-03-02 00:10:00", 1, 1, "a", 200, None, None, 1)]
+            + [(f"2026-03-02 12:00:0{i}", 1, 1, "a", 200, None, None, 1) for i in range(3)])
+    day = profile.daily_traffic(con, "a", tz="Europe/Berlin").iloc[0]
+    assert day["requests"] == 4 and day["observed_hours"] == 2 and day["gap_hours"] == 11
+    assert day["avg_qps"] == pytest.approx(4 / (2 * 3600))
+    assert day["peak_hour_qps"] == pytest.approx(3 / 3600)
+    assert day["peak_hour_to_avg"] == pytest.approx(1.5)
+    assert day["peak_second_to_avg"] == pytest.approx(1 / (4 / 7200))
+    assert (day["busiest_hour_of_day"], day["busiest_day_of_week"]) == (13, 1)
+    week = profile.typical_week(con, "a", tz="Europe/Berlin").set_index("hour_of_week")
+    assert len(week) == 168
+    assert week.loc[13, "factor"] == pytest.approx(1.5) and week.loc[1, "factor"] == pytest.approx(0.5)
+    assert week["factor"].notna().sum() == 2
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda c: profile.token_distribution(c, "year"), "grain must be one of"),
+    (lambda c: profile.histograms(c, "tokens"), "metric must be one of"),
+    (lambda c: profile.daily_traffic(c, tz="Mars/Olympus"), "tz must be an IANA time zone"),
+    (lambda c: profile.hourly_sli(c, 0.0), "ttft_threshold_ms must be > 0"),
+])
+def test_bad_arguments(con, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(con)
+
+
+def test_no_requests_table():
+    with pytest.raises(profile.ProfileError, match="no 'requests' table"):
+        profile.hourly_traffic(connect())
+
+
+def test_read_only_connection_reads_last_refresh(tmp_path):
+    path = tmp_path / "p.duckdb"
+    c = connect(path)
+    c.execute(sql.load("ddl_requests"))
+    _insert(c, GOLDEN)
+    before = profile.hourly_traffic(c)
+    c.close()
+    ro = connect(path, read_only=True)
+    pd.testing.assert_frame_equal(profile.hourly_traffic(ro), before)
+    ro.close()
+
+
+def test_empty_summary_has_every_key(con):
+    summary = profile.profile_summary(con)
+    assert summary["total_requests"] == 0 and summary["avg_qps"] is None
+    assert set(summary["sli"]) >= {"valid_events", "good_events", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"}
+    assert set(summary["input_tokens"]) == {"mean", "p50", "p90", "p99"}
