@@ -58,6 +58,8 @@ BIN_GAMMA = 2 ** 0.25
 #: Merged bins hold at least this share of the baseline (PSI and chi-square need populated bins).
 MIN_BIN_BASELINE_SHARE = 0.01
 SECONDS_PER_MONTH = 365.25 / 12 * 86_400  # mean Gregorian month [s]
+#: Cheap forecasting candidates: a drift's monthly price needs the volume's level, not its last percent.
+VOLUME_FORECAST_CANDIDATES = ("seasonal_naive", "seasonal_profile", "theta")
 
 
 class DailyHistogram(pa.DataFrameModel):
@@ -275,6 +277,23 @@ def monthly_requests(hist: pd.DataFrame, days: int = 30) -> dict[str, float]:
     last = hist["day_utc"].max()
     recent = hist[(hist["metric"] == METRICS[0]) & (hist["day_utc"] > last - pd.Timedelta(days=days))]
     return {m: float(n) * SECONDS_PER_MONTH / (days * 86_400) for m, n in recent.groupby("model")["requests"].sum().items()}
+
+
+def forecast_requests_per_month(hist: pd.DataFrame, horizon_months: int) -> dict[str, float]:
+    """Forecast served requests per month of each model: the mean over the next ``horizon_months``.
+
+    Each model's daily served requests (days without any are zeros) go
+    through :func:`forecasting.api.forecast_monthly`. [requests/month]
+    """
+    from forecasting.api import forecast_monthly
+
+    served = hist[hist["metric"] == METRICS[0]].groupby(["model", "day_utc"])["requests"].sum()
+    days = pd.date_range(hist["day_utc"].min(), hist["day_utc"].max(), freq="D")
+    out = {}
+    for model, daily in served.groupby(level="model"):
+        y = daily.droplevel("model").reindex(days, fill_value=0).astype(float)
+        out[model] = float(forecast_monthly(y, horizon_months, candidates=VOLUME_FORECAST_CANDIDATES)["mean"].mean())
+    return out
 
 
 def price_findings(hist: pd.DataFrame, windows: pd.DataFrame,

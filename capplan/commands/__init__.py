@@ -9,4 +9,6 @@ COMMAND_MODULES: list[str] = [
     "cost",
     "size",
     "sample",
+    "slo",
+    "drift",
 ]

@@ -41,3 +41,19 @@ def db_path(cfg: CapplanConfig, db: Path | None) -> Path:
 def print_json(payload: Any) -> None:
     """Write ``payload`` as JSON to stdout (dates and paths as strings)."""
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyConnection":  # noqa: F821
+    """Open the database read-only, or exit with one line if it is missing, locked or has no requests."""
+    from capplan.db import DatabaseLockedError, connect
+
+    path = db_path(cfg, db)
+    if not Path(path).is_file():
+        fail(f"database {path} does not exist; run `capplan ingest` first or pass --db")
+    try:
+        con = connect(path, read_only=True)
+    except DatabaseLockedError as exc:
+        fail(str(exc))
+    if not con.execute("select count(*) from information_schema.tables where table_name = 'requests'").fetchone()[0]:
+        fail(f"database {path} has no requests table; run `capplan ingest` first")
+    return con
