@@ -1,0 +1,291 @@
+"""``forecast``: automatic, backtested forecasts with calibrated intervals.
+
+Series in, forecast out; no file or database access. See ``docs/forecasting.md``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from forecasting import backtest, intervals, prepare
+from forecasting.metrics import mase_scale
+from forecasting.models import MODELS
+from forecasting.schema import ForecastFrame
+
+#: Candidates tried when ``candidates=None``, cheapest first.
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "theta",
+                      "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+#: How many of the best candidates (by backtest MASE) the combination averages. [count]
+COMBINE_TOP = 3
+INTERVAL_METHOD = ("normalised split-conformal: backtest errors (modelling scale) divided by a per-step "
+                   "scale s(h), pooled over steps; interval = forecast + quantiles x s(h)")
+
+
+class ShortHistoryWarning(UserWarning):
+    """The series is too short for its seasons; simpler models were used."""
+
+
+@dataclass
+class Fit:
+    """Everything ``forecast`` decided, for callers that need more than the frame."""
+
+    frame: pd.DataFrame
+    z: np.ndarray                      # modelling-scale training values (gap-filled, trimmed)
+    log: bool                          # True when z = log(y)
+    seasons: tuple[int, ...]           # seasonal periods used [steps]
+    components: tuple[str, ...]        # candidate(s) whose mean (modelling scale) is the forecast
+    backtest_errors: np.ndarray        # chosen method, (windows, backtest horizon), modelling scale
+    info: dict = field(default_factory=dict)
+
+    def predict_z(self, z: np.ndarray, horizon: int) -> np.ndarray:
+        """The chosen method's forecast on the modelling scale, refitted to ``z``."""
+        return np.mean([MODELS[c](z, horizon, self.seasons) for c in self.components], axis=0)
+
+    def to_y(self, z: np.ndarray) -> np.ndarray:
+        """Back from the modelling scale to the series' unit, never negative."""
+        return np.maximum(np.exp(z) if self.log else z, 0.0)
+
+
+def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
+             levels: Sequence[int] = (80, 95), *, candidates: Sequence[str] | None = None,
+             windows: int = 3, max_train_seasons: int = 10, clean_outliers: bool = True) -> pd.DataFrame:
+    """Forecast ``y`` for ``horizon`` periods with the model that backtests best, and intervals.
+
+    Parameters
+    ----------
+    y : pandas.Series
+        Non-negative observations in any unit (requests/day, peak QPS, tokens/request)
+        on a regular ``DatetimeIndex`` (hourly, daily, …) or a ``RangeIndex``.
+        NaN marks a gap (e.g. an hour the profile flagged ``is_gap``).
+    horizon : int
+        Periods to forecast, in steps of the index frequency. [steps]
+    season_lengths : sequence of int, optional
+        Seasonal periods in steps (24 and 168 for hourly data). ``None`` detects
+        them with an autocorrelation test among periods natural for the frequency.
+    levels : sequence of int
+        Central prediction-interval levels. [%]
+    candidates : sequence of str, optional
+        Names from :data:`forecasting.models.MODELS`; default :data:`DEFAULT_CANDIDATES`.
+    windows : int
+        Rolling-origin backtest windows. [count]
+    max_train_seasons : int
+        Fit on at most this many cycles of the longest season (keeps a 2-year
+        hourly series fast; old history says little about next weeks). [seasons]
+    clean_outliers : bool
+        Damp short incident spikes before fitting (:func:`prepare.damp_outliers`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :class:`ForecastFrame`: ``mean`` and ``lo_<L>``/``hi_<L>`` per level, in
+        the unit of ``y``, indexed by the ``horizon`` periods after ``y``.
+        ``attrs`` holds the chosen model, every candidate's backtest MASE and
+        sMAPE, the cross-validated interval coverage and the interval method.
+
+    Notes
+    -----
+    - Model choice: every candidate is refitted at ``windows`` origins on the
+      end of the history; the forecast is the mean (on the modelling scale, so
+      a geometric mean for log-modelled series) of the :data:`COMBINE_TOP`
+      candidates with the lowest backtest MASE (scaled by the in-sample
+      seasonal naive). Combining, rather than taking the single best, won M4
+      and avoids the occasional blow-up of a model that was lucky in a few windows.
+    - Positive series are modelled on the log scale (multiplicative seasons and
+      growth); ``mean`` is then the back-transformed point forecast, a median.
+    - Fewer than two cycles of a season: that season is dropped with a
+      :class:`ShortHistoryWarning`.
+
+    Examples
+    --------
+    >>> fc = forecast(hourly_qps, horizon=48, season_lengths=(24,), levels=(80, 95))  # doctest: +SKIP
+    >>> fc.attrs["model"]  # doctest: +SKIP
+    'mean(holt_winters, mstl_ets, seasonal_naive)'
+    """
+    return fit(y, horizon, season_lengths, levels, candidates=candidates, windows=windows,
+               max_train_seasons=max_train_seasons, clean_outliers=clean_outliers).frame
+
+
+def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
+        levels: Sequence[int] = (80, 95), *, candidates: Sequence[str] | None = None,
+        windows: int = 3, max_train_seasons: int = 10, clean_outliers: bool = True) -> Fit:
+    """Like :func:`forecast`, returning the :class:`Fit` (frame plus what the choice rests on)."""
+    levels = _check_args(horizon, levels, candidates, windows)
+    values = prepare.check_series(y)
+    values = values.loc[values.first_valid_index():]
+    raw = values.to_numpy()
+    notes: list[str] = []
+    log = prepare.choose_log(raw[np.isfinite(raw)])
+    rough = prepare.fill_gaps(raw, None)
+    seasons = (prepare.detect_seasons(np.log(rough) if log else rough, values.index)
+               if season_lengths is None else prepare.check_seasons(season_lengths))
+    short = [m for m in seasons if len(raw) < 2 * m]
+    if short:
+        notes.append(f"{len(raw)} observations are fewer than two seasons of {short}; those seasons are ignored")
+        warnings.warn(notes[-1], ShortHistoryWarning, stacklevel=2)
+        seasons = tuple(m for m in seasons if m not in short)
+    filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
+    z = np.log(filled) if log else filled
+    keep = max(max_train_seasons * max(seasons, default=1), 5 * horizon, 200)
+    z = z[-keep:]
+    replaced = 0
+    if clean_outliers:
+        z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
+    names = tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES))
+    result = _choose(z, horizon, seasons, names, windows, log)
+    result.frame = _frame(result, horizon, levels, values.index)
+    result.info.update({
+        "transform": "log" if log else "none",
+        "season_lengths": list(seasons),
+        "interval_method": INTERVAL_METHOD,
+        "coverage": {f"{lv}": intervals.cross_validated_coverage(result.backtest_errors, lv) for lv in levels},
+        "gaps_filled": int(np.isnan(raw).sum()),
+        "outliers_replaced": int(replaced),
+        "train_length": len(z),
+        "warnings": notes,
+    })
+    result.frame.attrs.update(result.info)
+    return result
+
+
+def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int) -> tuple[int, ...]:
+    """Validate the scalar arguments; return the sorted levels."""
+    if not isinstance(horizon, (int, np.integer)) or horizon < 1:
+        raise ValueError(f"horizon must be a positive integer number of steps, got {horizon!r}")
+    if windows < 1:
+        raise ValueError(f"windows must be >= 1, got {windows}")
+    bad = [lv for lv in levels if not 0 < lv < 100]
+    if bad or not levels:
+        raise ValueError(f"levels must be percentages strictly between 0 and 100, got {tuple(levels)}")
+    unknown = [c for c in candidates or () if c not in MODELS]
+    if unknown:
+        raise ValueError(f"unknown candidate(s) {unknown}; valid: {sorted(MODELS)}")
+    return tuple(sorted({int(lv) for lv in levels}))
+
+
+def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
+            windows: int, log: bool) -> Fit:
+    """Backtest every candidate; the forecast is the mean of the best few on the modelling scale."""
+    n = len(z)
+    h_bt = max(1, min(horizon, n // 3))
+    cuts = backtest.cutoffs(n, h_bt, windows, step=max(1, h_bt // 2), min_train=max(2, n // 2))
+    fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
+    probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)))
+    y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
+    scale = mase_scale(probe.to_y(z), seasons[0] if seasons else None)
+    scores = {c: backtest.score(y_act, probe.to_y(fc_z[c]), scale) for c in names}
+    ranked = sorted((c for c in names if np.isfinite(scores[c]["mase"])), key=lambda c: scores[c]["mase"])
+    if not ranked:  # every candidate failed somewhere: fall back to the one that cannot fail
+        ranked = ["seasonal_naive"]
+        fc_z.update(backtest.run_backtest(z, {"seasonal_naive": MODELS["seasonal_naive"]}, h_bt, seasons, cuts))
+    # Always a combination of the best few, even when one model backtests better:
+    # a single winner of a few short windows is often lucky, and averaging avoids blow-ups.
+    components = tuple(sorted(ranked[:COMBINE_TOP]))
+    chosen_z = np.mean([fc_z[c] for c in components], axis=0)
+    model = components[0] if len(components) == 1 else f"mean({', '.join(components)})"
+    scores[model] = backtest.score(y_act, probe.to_y(chosen_z), scale)
+    errors = backtest.actuals(z, h_bt, cuts) - chosen_z
+    info = {"model": model, "components": list(components),
+            "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores}}
+    return Fit(pd.DataFrame(), z, log, seasons, components, errors, info)
+
+
+def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index) -> pd.DataFrame:
+    """Refit the chosen method on all of ``z`` and build the validated forecast frame."""
+    z_hat = result.predict_z(result.z, horizon)
+    mean = result.to_y(z_hat)
+    columns: dict[str, np.ndarray] = {"mean": mean}
+    lower, upper = mean, mean
+    for lv, (lo, hi) in sorted(intervals.conformal_offsets(result.backtest_errors, horizon, levels).items()):
+        # min/max keep the bounds exactly nested and around the mean despite rounding
+        lower = np.minimum(lower, result.to_y(z_hat + lo))
+        upper = np.maximum(upper, result.to_y(z_hat + hi))
+        columns[f"lo_{lv}"], columns[f"hi_{lv}"] = lower, upper
+    frame = pd.DataFrame(columns, index=prepare.future_index(index, horizon))
+    order = ["mean"] + [f"{side}_{lv}" for lv in levels for side in ("lo", "hi")]
+    return ForecastFrame.validate(frame[order])
+
+
+MONTHLY_INTERVAL_METHOD = ("sum of daily point forecasts; interval from the conformal quantiles of the "
+                           "log ratio actual/forecast of month-length sums in backtests at weekly origins "
+                           "(grown as sqrt(lead) beyond the backtested horizon), never sums of daily bounds")
+
+
+def forecast_monthly(y: pd.Series, months: int, levels: Sequence[int] = (80, 95), *,
+                     calibration_windows: int = 12, **kwargs) -> pd.DataFrame:
+    """Monthly totals of a daily series for the next ``months`` calendar months, with intervals.
+
+    Parameters
+    ----------
+    y : pandas.Series
+        Daily observations (``DatetimeIndex`` with daily frequency), e.g. requests per day.
+    months : int
+        Whole calendar months to forecast after the month of the last observation. [months]
+    levels : sequence of int
+        Central prediction-interval levels. [%]
+    calibration_windows : int
+        Backtest origins, one week apart, the monthly intervals are calibrated on. [count]
+    **kwargs
+        Passed to :func:`fit` (``season_lengths``, ``candidates`` …).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :class:`ForecastFrame` indexed by month start: ``mean`` is the sum of the
+        daily point forecasts, in the unit of ``y`` times days (e.g. requests/month).
+
+    Notes
+    -----
+    A monthly interval is *not* the sum of daily bounds (that assumes every
+    day errs to the same extreme). The daily model is refitted at
+    ``calibration_windows`` weekly origins; for each, the log ratio of actual
+    to forecast month-length sums gives one error per month, and conformal
+    quantiles of those errors bound the month. A month beyond the backtested
+    lead time reuses the last month-length block, widened by ``sqrt(lead ratio)``.
+    """
+    if not isinstance(y.index, pd.DatetimeIndex) or prepare.frequency(y.index) != "D":
+        raise ValueError("forecast_monthly needs a daily series (DatetimeIndex with frequency 'D')")
+    if months < 1:
+        raise ValueError(f"months must be >= 1, got {months}")
+    last = y.index[-1]
+    first_month = (last + pd.offsets.MonthBegin(1)).normalize()
+    month_starts = pd.date_range(first_month, periods=months + 1, freq="MS")
+    horizon = int((month_starts[-1] - last).days) - 1
+    daily = fit(y, horizon, levels=levels, **kwargs)
+    blocks = [(int((a - last).days) - 1, int((b - last).days) - 1) for a, b in zip(month_starts, month_starts[1:])]
+    means = np.array([daily.frame["mean"].to_numpy()[a:b].sum() for a, b in blocks])
+    errors = _monthly_errors(daily, blocks, calibration_windows)
+    columns: dict[str, np.ndarray] = {"mean": means}
+    lower, upper = means, means
+    for lv in sorted(set(int(v) for v in levels)):
+        q_lo, q_hi = intervals.conformal_quantiles(errors, lv, axis=0)
+        lower, upper = np.minimum(lower, means * np.exp(q_lo)), np.maximum(upper, means * np.exp(q_hi))
+        columns[f"lo_{lv}"], columns[f"hi_{lv}"] = lower, upper
+    frame = ForecastFrame.validate(pd.DataFrame(columns, index=month_starts[:-1]))
+    frame.attrs.update({**daily.info, "interval_method": MONTHLY_INTERVAL_METHOD,
+                        "monthly_calibration_windows": int(errors.shape[0])})
+    return frame
+
+
+def _monthly_errors(daily: Fit, blocks: list[tuple[int, int]], windows: int) -> np.ndarray:
+    """Log ratios actual/forecast of month-length sums, shape ``(origins, months)``."""
+    z = daily.z
+    h_bt = max(1, min(blocks[-1][1], len(z) // 3))
+    cuts = backtest.cutoffs(len(z), h_bt, windows, step=7, min_train=max(2, len(z) // 2))
+    offset = 1e-9 * max(float(np.mean(daily.to_y(z))), 1.0)  # keeps an all-zero series at ratio 1
+    rows = []
+    for cut in cuts:
+        fc = daily.to_y(daily.predict_z(z[:cut], h_bt))
+        act = daily.to_y(z[cut: cut + h_bt])
+        row = []
+        for a, b in blocks:
+            length = min(b - a, h_bt)
+            a_bt, b_bt = (a, b) if b <= h_bt else (h_bt - length, h_bt)
+            growth = np.sqrt((a + b) / max(a_bt + b_bt, 1))  # sqrt of the lead-time ratio of block centres
+            row.append(growth * np.log((act[a_bt:b_bt].sum() + offset) / (fc[a_bt:b_bt].sum() + offset)))
+        rows.append(row)
+    return np.array(rows, dtype=float).reshape(len(cuts), len(blocks))

@@ -1,0 +1,225 @@
+"""Candidate point-forecast models, each a thin wrapper around statsmodels.
+
+Every candidate has the same signature ``f(z, horizon, season_lengths) -> ndarray``:
+``z`` is a gap-free float array on the modelling scale (already log-transformed
+where :mod:`forecasting.transform` chose to), ``horizon`` the number of steps
+ahead and ``season_lengths`` the seasonal periods in steps, shortest first
+(possibly empty). Candidates return point forecasts only; prediction intervals
+come from the backtest errors (:mod:`forecasting.intervals`), the same way for
+every model, so models can be combined and compared on equal terms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
+
+Model = Callable[[np.ndarray, int, Sequence[int]], np.ndarray]
+
+#: Cycles of the shortest season Holt-Winters is fitted on. [seasons]
+HW_MAX_SEASONS = 20
+#: Weeks of seasonal history the robust seasonal profiles average over. [seasons]
+PROFILE_SEASONS = 4
+
+
+def _repeat_last(values: np.ndarray, period: int, horizon: int) -> np.ndarray:
+    """Continue the last ``period`` values cyclically for ``horizon`` steps."""
+    last = values[-period:]
+    return np.resize(last, horizon) if period > 0 else np.full(horizon, values[-1])
+
+
+def _usable(season_lengths: Sequence[int], n: int, cycles: int = 2) -> list[int]:
+    """Seasonal periods with at least ``cycles`` full cycles in ``n`` observations."""
+    return [m for m in season_lengths if m > 1 and n >= cycles * m]
+
+
+def naive(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Random walk: the last value repeated."""
+    return np.full(horizon, z[-1], dtype=float)
+
+
+def seasonal_naive(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """The last cycle of the shortest usable season repeated (naive if none)."""
+    usable = _usable(season_lengths, len(z), cycles=1)
+    return _repeat_last(z, usable[0], horizon) if usable else naive(z, horizon, ())
+
+
+def seasonal_naive_long(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """The last cycle of the longest usable season repeated (e.g. last week for hourly data)."""
+    usable = _usable(season_lengths, len(z), cycles=1)
+    return _repeat_last(z, usable[-1], horizon) if usable else naive(z, horizon, ())
+
+
+def _profile(z: np.ndarray, period: int, seasons: int) -> np.ndarray:
+    """Median of each phase over the last ``seasons`` cycles, as deviations from their mean."""
+    k = min(seasons, len(z) // period)
+    cycles = z[len(z) - k * period:].reshape(k, period)
+    prof = np.median(cycles, axis=0)
+    return prof - prof.mean()
+
+
+def seasonal_profile(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Robust seasonal naive: last cycle's level plus the median shape of recent cycles.
+
+    The shape is the per-phase median over the last :data:`PROFILE_SEASONS` cycles
+    of the longest usable season (robust to one incident); the level is the mean
+    of the last cycle, so a recent level shift carries forward.
+    """
+    usable = _usable(season_lengths, len(z), cycles=2)
+    if not usable:
+        return seasonal_naive(z, horizon, season_lengths)
+    m = usable[-1]
+    prof = _profile(z, m, PROFILE_SEASONS)
+    level = z[-m:].mean()
+    # Profiles are built over the whole cycle, so the forecast starts at phase 0 of the next cycle.
+    return level + np.resize(prof, horizon)
+
+
+def _damped_holt(x: np.ndarray, horizon: int) -> np.ndarray:
+    """Additive damped-trend exponential smoothing (ETS(A,Ad,N)) of a non-seasonal series."""
+    from statsmodels.tsa.holtwinters import ExponentialSmoothing
+
+    if len(x) < 10 or np.ptp(x) == 0:
+        return np.full(horizon, x[-1], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fit = ExponentialSmoothing(x, trend="add", damped_trend=True, initialization_method="estimated").fit()
+    out = np.asarray(fit.forecast(horizon), dtype=float)
+    return out if np.all(np.isfinite(out)) else np.full(horizon, x[-1], dtype=float)
+
+
+def _ses(x: np.ndarray, horizon: int) -> np.ndarray:
+    """Simple exponential smoothing (ETS(A,N,N)) of a non-seasonal series."""
+    from statsmodels.tsa.holtwinters import SimpleExpSmoothing
+
+    if len(x) < 4 or np.ptp(x) == 0:
+        return np.full(horizon, x[-1], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = SimpleExpSmoothing(x, initialization_method="estimated").fit()
+    return np.asarray(fit.forecast(horizon), dtype=float)
+
+
+_DECOMPOSITIONS: dict[tuple, np.ndarray] = {}
+
+
+def _seasonal_components(z: np.ndarray, usable: tuple[int, ...]) -> np.ndarray:
+    """MSTL (STL for one period) seasonal components, shape ``(len(z), len(usable))``.
+
+    Remembers the last few results: ``mstl_ets`` and ``mstl_ses`` decompose the
+    same training data at every backtest origin, and MSTL is the costly step.
+    """
+    from statsmodels.tsa.seasonal import MSTL, STL
+
+    key = (hashlib.blake2b(z.tobytes(), digest_size=16).digest(), usable)
+    if key not in _DECOMPOSITIONS:
+        if len(usable) == 1:
+            seasonal = np.asarray(STL(z, period=usable[0]).fit().seasonal).reshape(-1, 1)
+        else:
+            seasonal = np.asarray(MSTL(z, periods=list(usable)).fit().seasonal).reshape(len(z), -1)
+        if len(_DECOMPOSITIONS) >= 8:
+            _DECOMPOSITIONS.pop(next(iter(_DECOMPOSITIONS)))
+        _DECOMPOSITIONS[key] = seasonal
+    return _DECOMPOSITIONS[key]
+
+
+def _decompose(z: np.ndarray, season_lengths: Sequence[int], horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Seasonally adjusted series and the seasonal part continued ``horizon`` steps (MSTL).
+
+    Uses statsmodels' MSTL with every usable period (two full cycles needed);
+    the future seasonal part is each component's last cycle repeated.
+    """
+    usable = tuple(_usable(season_lengths, len(z), cycles=2))
+    if not usable or np.ptp(z) == 0:
+        return z.astype(float), np.zeros(horizon)
+    seasonal = _seasonal_components(np.ascontiguousarray(z, dtype=float), usable)
+    future = sum(_repeat_last(seasonal[:, i], m, horizon) for i, m in enumerate(usable))
+    return z - seasonal.sum(axis=1), np.asarray(future, dtype=float)
+
+
+def mstl_ets(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """MSTL decomposition, damped-trend ETS on the adjusted series, seasons added back."""
+    adjusted, future_seasonal = _decompose(z, season_lengths, horizon)
+    return _damped_holt(adjusted, horizon) + future_seasonal
+
+
+def mstl_ses(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """MSTL decomposition, simple exponential smoothing (no trend) on the adjusted series."""
+    adjusted, future_seasonal = _decompose(z, season_lengths, horizon)
+    return _ses(adjusted, horizon) + future_seasonal
+
+
+def theta(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Theta method (statsmodels ``ThetaModel``) with additive deseasonalisation at the shortest season."""
+    from statsmodels.tsa.forecasting.theta import ThetaModel
+
+    usable = _usable(season_lengths, len(z), cycles=2)
+    if len(z) < 4 or np.ptp(z) == 0:
+        return naive(z, horizon, ())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kwargs = {"period": usable[0], "method": "additive"} if usable else {"deseasonalize": False}
+        fit = ThetaModel(z, **kwargs).fit()
+        return np.asarray(fit.forecast(horizon), dtype=float)
+
+
+def holt_winters(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Additive Holt-Winters with damped trend at the shortest season (statsmodels ``ExponentialSmoothing``).
+
+    Fitted on the last :data:`HW_MAX_SEASONS` cycles only: the fit's cost grows
+    with length while old cycles barely move the smoothed state.
+    """
+    from statsmodels.tsa.holtwinters import ExponentialSmoothing
+
+    usable = _usable(season_lengths, len(z), cycles=2)
+    if not usable or np.ptp(z) == 0:
+        return _damped_holt(z, horizon)
+    z = z[-HW_MAX_SEASONS * usable[0]:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = ExponentialSmoothing(z, trend="add", damped_trend=True, seasonal="add",
+                                   seasonal_periods=usable[0], initialization_method="estimated").fit()
+    out = np.asarray(fit.forecast(horizon), dtype=float)
+    return out if np.all(np.isfinite(out)) else seasonal_naive(z, horizon, season_lengths)
+
+
+def fourier_arima(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Fourier-term regression for every usable season, then AR(2) on its residuals (SARIMAX).
+
+    Two stages rather than one SARIMAX with exogenous terms: least squares for
+    the seasonal shape costs milliseconds, while a joint state-space fit with
+    ~30 regressors costs seconds per series.
+    """
+    from statsmodels.tsa.deterministic import DeterministicProcess, Fourier
+    from statsmodels.tsa.statespace.sarimax import SARIMAX
+
+    usable = _usable(season_lengths, len(z), cycles=2)
+    terms = [Fourier(m, order=min(m // 2, 10 if m > 50 else 6)) for m in usable]
+    dp = DeterministicProcess(np.arange(len(z)), constant=True, additional_terms=terms)
+    x_in, x_out = dp.in_sample().to_numpy(), dp.out_of_sample(horizon).to_numpy()
+    beta, *_ = np.linalg.lstsq(x_in, z, rcond=None)
+    resid = z - x_in @ beta
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = SARIMAX(resid, order=(2, 0, 0), trend="n").fit(disp=False, maxiter=50)
+    out = x_out @ beta + np.asarray(fit.forecast(horizon), dtype=float)
+    return out if np.all(np.isfinite(out)) else seasonal_naive(z, horizon, season_lengths)
+
+
+#: Every candidate by name; ``forecast(..., candidates=...)`` picks from these keys.
+MODELS: dict[str, Model] = {
+    "naive": naive,
+    "seasonal_naive": seasonal_naive,
+    "seasonal_naive_long": seasonal_naive_long,
+    "seasonal_profile": seasonal_profile,
+    "mstl_ets": mstl_ets,
+    "mstl_ses": mstl_ses,
+    "theta": theta,
+    "holt_winters": holt_winters,
+    "fourier_arima": fourier_arima,
+}

@@ -1,0 +1,200 @@
+"""Turning a raw traffic series into a gap-free array the models can fit.
+
+Checks the input, fills flagged gaps, damps short incident spikes, picks the
+modelling scale (log for positive series) and detects seasonal periods.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Seasonal periods worth testing, by pandas frequency alias of the index. [steps]
+SEASON_CANDIDATES: dict[str, tuple[int, ...]] = {
+    "min": (60, 1440),
+    "15min": (96, 672),
+    "30min": (48, 336),
+    "h": (24, 168),
+    "D": (7, 365),
+    "B": (5, 260),
+    "W": (52,),
+    "MS": (12,),
+    "ME": (12,),
+    "QS": (4,),
+    "QE": (4,),
+}
+#: Periods tested for a series on a plain ``RangeIndex``. [steps]
+RANGE_INDEX_CANDIDATES = (7, 12, 24, 52, 168)
+#: Critical value of the seasonality test (one-sided 90 %, as in M4's Naive2).
+ACF_CRITICAL = 1.645
+#: A point is an outlier when it is this many robust standard deviations from its seasonal neighbours.
+OUTLIER_SIGMAS = 5.0
+
+
+def check_series(y: pd.Series) -> pd.Series:
+    """Return ``y`` as float with a regular index, or raise ``ValueError`` saying what is wrong.
+
+    Parameters
+    ----------
+    y : pandas.Series
+        Non-negative observations on a regular ``DatetimeIndex`` (with a
+        frequency that pandas can infer) or a ``RangeIndex``. NaN marks a gap.
+    """
+    if not isinstance(y, pd.Series):
+        raise ValueError(f"y must be a pandas Series, got {type(y).__name__}")
+    if not (pd.api.types.is_numeric_dtype(y.dtype) or y.dtype == object):
+        raise ValueError(f"y must be numeric, got dtype {y.dtype}")
+    values = pd.to_numeric(y, errors="coerce").astype(float)
+    bad = values.isna() & y.notna()
+    if bad.any():
+        raise ValueError(f"y has a non-numeric value {y[bad].iloc[0]!r} at {y.index[bad][0]}")
+    if np.isinf(values).any():
+        raise ValueError(f"y has an infinite value at {values.index[np.isinf(values)][0]}")
+    if (values < 0).any():
+        first = values.index[values < 0][0]
+        raise ValueError(f"y must be non-negative; found {values[first]} at {first}")
+    if isinstance(y.index, pd.DatetimeIndex):
+        if frequency(y.index) is None:
+            raise ValueError("y's DatetimeIndex has no regular frequency; resample it (e.g. y.asfreq('h')) first")
+    elif not isinstance(y.index, pd.RangeIndex):
+        raise ValueError(f"y needs a DatetimeIndex or a RangeIndex, got {type(y.index).__name__}")
+    if values.notna().sum() < 3:
+        raise ValueError(f"y needs at least 3 observed values, got {int(values.notna().sum())}")
+    return values
+
+
+def frequency(index: pd.DatetimeIndex) -> str | None:
+    """The index's frequency alias (``'h'``, ``'D'`` …), set or inferred, else ``None``."""
+    if index.freq is not None:
+        return index.freqstr
+    if len(index) < 3:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas 3 announces an offset return type; we want the alias
+        return pd.infer_freq(index)
+
+
+def future_index(index: pd.Index, horizon: int) -> pd.Index:
+    """The ``horizon`` periods that follow ``index``."""
+    if isinstance(index, pd.DatetimeIndex):
+        return pd.date_range(index[-1], periods=horizon + 1, freq=frequency(index))[1:]
+    return pd.RangeIndex(index[-1] + 1, index[-1] + 1 + horizon)
+
+
+def fill_gaps(values: np.ndarray, period: int | None) -> np.ndarray:
+    """Fill NaN with the value one season earlier (else later), then by linear interpolation.
+
+    Leading and trailing NaN are dropped by the caller; a gap in hourly traffic
+    is best replaced by the same hour a day before, which keeps the daily shape.
+    """
+    out = values.astype(float).copy()
+    if period and period < len(out):
+        for _ in range(2):  # a second pass fills gaps longer than one season
+            miss = np.isnan(out)
+            back = np.roll(out, period)
+            back[:period] = np.nan
+            fwd = np.roll(out, -period)
+            fwd[-period:] = np.nan
+            out[miss] = np.where(np.isnan(back[miss]), fwd[miss], back[miss])
+    return pd.Series(out).interpolate(limit_direction="both").to_numpy()
+
+
+def damp_outliers(z: np.ndarray, period: int | None) -> tuple[np.ndarray, int]:
+    """Replace short incident spikes by the median of the same phase in neighbouring seasons.
+
+    A point is flagged when it lies more than :data:`OUTLIER_SIGMAS` robust
+    standard deviations (1.4826·MAD) from the median of the same phase over the
+    two seasons either side. Only runs of flagged points shorter than half a
+    season are replaced; a longer run is a level shift, and a run reaching the
+    last observation cannot yet be told from one, so both are kept.
+
+    Returns
+    -------
+    cleaned : numpy.ndarray
+    n_replaced : int
+        Number of points replaced. [count]
+    """
+    if not period or len(z) < 3 * period:
+        return z, 0
+    n_cycles = -(-len(z) // period)
+    padded = np.full(n_cycles * period, np.nan)
+    padded[: len(z)] = z
+    table = pd.DataFrame(padded.reshape(n_cycles, period))
+    reference = table.rolling(5, center=True, min_periods=3).median().to_numpy().ravel()[: len(z)]
+    dev = z - reference
+    mad = np.nanmedian(np.abs(dev - np.nanmedian(dev)))
+    if not np.isfinite(mad) or mad == 0:
+        return z, 0
+    flagged = np.abs(dev) > OUTLIER_SIGMAS * 1.4826 * mad
+    cleaned = z.copy()
+    replaced = 0
+    for start, stop in _runs(flagged):
+        if stop - start < max(1, period // 2) and stop < len(z) and np.all(np.isfinite(reference[start:stop])):
+            cleaned[start:stop] = reference[start:stop]
+            replaced += stop - start
+    return cleaned, replaced
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Half-open ``(start, stop)`` ranges of consecutive ``True`` values."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)))
+
+
+def seasonality_significant(z: np.ndarray, period: int) -> tuple[bool, float]:
+    """M4's seasonality test: is the autocorrelation at ``period`` above its 90 % bound?
+
+    The bound is ``1.645·sqrt((1 + 2·Σ_{k<m} r_k²) / n)`` (Bartlett's formula),
+    the test M4 uses to decide whether Naive2 deseasonalises.
+
+    Returns
+    -------
+    significant : bool
+    acf_at_period : float
+    """
+    from statsmodels.tsa.stattools import acf
+
+    if len(z) < 3 * period or np.ptp(z) == 0:
+        return False, 0.0
+    r = acf(z, nlags=period, fft=True)
+    bound = ACF_CRITICAL * np.sqrt((1 + 2 * np.sum(r[1:period] ** 2)) / len(z))
+    return bool(abs(r[period]) > bound), float(r[period])
+
+
+def detect_seasons(z: np.ndarray, index: pd.Index) -> tuple[int, ...]:
+    """Seasonal periods with significant autocorrelation among the candidates for this index.
+
+    For a ``RangeIndex`` a period that is a multiple of an accepted shorter one
+    is kept only if its autocorrelation is higher (weekly beats daily), so
+    harmonics of one cycle are not mistaken for separate seasons.
+    """
+    if isinstance(index, pd.DatetimeIndex):
+        freq = frequency(index) or ""
+        candidates = SEASON_CANDIDATES.get(freq.lstrip("1"), ())
+    else:
+        candidates = RANGE_INDEX_CANDIDATES
+    kept: dict[int, float] = {}
+    for m in candidates:
+        significant, r = seasonality_significant(z, m)
+        if not significant:
+            continue
+        harmonic_of = [k for k in kept if m % k == 0]
+        if isinstance(index, pd.DatetimeIndex) or all(r > kept[k] for k in harmonic_of):
+            kept[m] = r
+    return tuple(sorted(kept))
+
+
+def choose_log(values: np.ndarray) -> bool:
+    """Model on the log scale when every value is positive (multiplicative seasonality and growth)."""
+    return bool(np.all(values > 0))
+
+
+def check_seasons(season_lengths: Sequence[int]) -> tuple[int, ...]:
+    """Sorted unique seasonal periods, or ``ValueError`` for a period below 2."""
+    seasons = tuple(sorted({int(m) for m in season_lengths}))
+    if any(m < 2 for m in seasons):
+        raise ValueError(f"season_lengths must be integers >= 2, got {tuple(season_lengths)}")
+    return seasons
