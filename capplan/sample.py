@@ -81,9 +81,11 @@ SCHEMA = pa.schema([
 ``varchar``; pandas as ``category``).
 """
 
-# Text formats carry plain strings: ISO-8601 timestamps and decoded dictionaries.
-_TEXT_SCHEMA = pa.schema([pa.field(f.name, pa.string() if f.name == "ts_utc" or pa.types.is_dictionary(f.type)
-                                   else f.type, f.nullable) for f in SCHEMA])
+# Text formats carry ISO-8601 timestamps, decoded strings and whole-millisecond integers
+# (the generator rounds TTFT and latency to whole ms; integers format much faster than floats).
+_TEXT_TYPES = {"ts_utc": pa.string(), "model": pa.string(), "tenant": pa.string(), "zone": pa.string(),
+               "ttft_ms": pa.int64(), "latency_ms": pa.int64()}
+_TEXT_SCHEMA = pa.schema([pa.field(f.name, _TEXT_TYPES.get(f.name, f.type), f.nullable) for f in SCHEMA])
 
 METRICS = ("input", "output")
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
@@ -226,7 +228,8 @@ class SampleSpec:
             raise ValueError(f"SampleSpec.bursts_per_day must be >= 0, got {self.bursts_per_day}")
         lo, hi = self.burst_duration_s
         if not 1 <= lo <= hi < SECONDS_PER_DAY:
-            raise ValueError(f"SampleSpec.burst_duration_s must be 1 <= low <= high < 86400, got {self.burst_duration_s}")
+            raise ValueError(
+                f"SampleSpec.burst_duration_s must be 1 <= low <= high < 86400, got {self.burst_duration_s}")
         if not 1 <= self.burst_multiplier[0] <= self.burst_multiplier[1]:
             raise ValueError(f"SampleSpec.burst_multiplier must be 1 <= low <= high, got {self.burst_multiplier}")
         if not self.models:
@@ -652,9 +655,55 @@ class _TextSink(_Sink):
 
 
 def _text_table(table: pa.Table) -> pa.Table:
-    """ISO-8601 UTC timestamps (``2026-08-02T13:04:05.123456Z``) and plain strings for text formats."""
-    iso = pc.strftime(table["ts_utc"], format="%Y-%m-%dT%H:%M:%SZ")
-    return table.set_column(0, pa.field("ts_utc", pa.string()), iso).cast(_TEXT_SCHEMA)
+    """Text-format columns: ISO-8601 UTC timestamps, decoded strings, whole-ms latencies as integers."""
+    ts_us = table["ts_utc"].combine_chunks().cast(pa.int64()).to_numpy()
+    table = table.set_column(0, pa.field("ts_utc", pa.string()), _iso_utc(ts_us))
+    return table.cast(_TEXT_SCHEMA)
+
+
+# "00" … "99" as little-endian uint16 pairs, written into fixed byte offsets of each row.
+_PAIRS = np.array([[ord("0") + i // 10, ord("0") + i % 10] for i in range(100)], dtype="<u1").view("<u2").ravel()
+_ISO_TEMPLATE = np.frombuffer(b"0000-00-00T00:00:00.000000Z", dtype=np.uint8)
+_ISO_FIELDS = {"century": 0, "year": 2, "month": 5, "day": 8, "hour": 11, "minute": 14, "second": 17,
+               "us_hi": 20, "us_mid": 22, "us_lo": 24}  # byte offset of each two-digit field
+_ISO_ROW = np.dtype({"names": [*_ISO_FIELDS, "row"], "formats": ["<u2"] * len(_ISO_FIELDS) + [("u1", 27)],
+                     "offsets": [*_ISO_FIELDS.values(), 0], "itemsize": 27})
+
+
+def _civil_from_days(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(year, month, day) of days since 1970-01-01, proleptic Gregorian.
+
+    H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", civil_from_days.
+    """
+    z = days + 719_468  # days since 0000-03-01
+    era = z // 146_097  # 400-year eras
+    doe = z - era * 146_097  # day of era [0, 146096]
+    yoe = (doe - doe // 1_460 + doe // 36_524 - doe // 146_096) // 365  # year of era [0, 399]
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)  # day of year, from March 1 [0, 365]
+    mp = (5 * doy + 2) // 153  # month from March [0, 11]
+    month = np.where(mp < 10, mp + 3, mp - 9)
+    return yoe + era * 400 + (month <= 2), month, doy - (153 * mp + 2) // 5 + 1
+
+
+def _iso_utc(ts_us: np.ndarray) -> pa.StringArray:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` for microseconds since the epoch, as one byte buffer.
+
+    About 3× faster than ``pyarrow.compute.strftime``, which dominated text output;
+    the calendar date is computed once per distinct day.
+    """
+    days, us = np.divmod(ts_us, 86_400 * _US_PER_S)
+    first = int(days.min()) if len(days) else 0
+    span = np.arange(first, int(days.max(initial=first)) + 1)
+    year, month, day = (part[days - first] for part in _civil_from_days(span))
+    seconds, micros = np.divmod(us, _US_PER_S)
+    rows = np.empty(len(ts_us), dtype=_ISO_ROW)
+    rows["row"] = _ISO_TEMPLATE
+    for name, value in (("century", year // 100), ("year", year % 100), ("month", month), ("day", day),
+                        ("hour", seconds // 3_600), ("minute", seconds // 60 % 60), ("second", seconds % 60),
+                        ("us_hi", micros // 10_000), ("us_mid", micros // 100 % 100), ("us_lo", micros % 100)):
+        rows[name] = _PAIRS[value]
+    offsets = np.arange(0, len(ts_us) * _ISO_ROW.itemsize + 1, _ISO_ROW.itemsize, dtype=np.int32)
+    return pa.StringArray.from_buffers(len(ts_us), pa.py_buffer(offsets), pa.py_buffer(rows.view(np.uint8)))
 
 
 def _json_lines(table: pa.Table) -> pa.Buffer:
@@ -676,7 +725,8 @@ def _json_lines(table: pa.Table) -> pa.Buffer:
     return rows.buffers()[2][int(offsets[0]):int(offsets[-1])] if len(rows) else pa.py_buffer(b"")
 
 
-def target_paths(spec: SampleSpec, out: str | Path, split: Literal["none", "month", "day"] = "none") -> dict[date, Path]:
+def target_paths(spec: SampleSpec, out: str | Path,
+                 split: Literal["none", "month", "day"] = "none") -> dict[date, Path]:
     """The file each day of ``spec`` goes to.
 
     ``split="none"``: all days to ``out``. ``"month"``: ``<stem>-YYYY-MM<suffixes>``

@@ -32,6 +32,7 @@ from capplan.sample import (
     output_kind,
     write_sample,
 )
+from capplan.sample import _epoch_us, _iso_utc
 from sql import load
 
 MONDAY = date(2026, 8, 3)
@@ -112,7 +113,10 @@ def test_row_count_close_to_requested(four_weeks: pa.Table):
 
 
 def test_nights_quieter_than_afternoons(four_weeks: pa.Table):
-    """Peak at 15:00 UTC, trough at 03:00: (1 − 0.6)/(1 + 0.6) = 0.25 at the extremes; hours 01–05 vs 13–17 < 0.5."""
+    """Peak at 15:00 UTC, trough at 03:00: (1 − 0.6)/(1 + 0.6) = 0.25 at the extremes.
+
+    Hours 01–05 against hours 13–17 must be below 0.5.
+    """
     (night, day), = _sql(four_weeks, """
         select count(*) filter (hour(ts_utc) between 1 and 5), count(*) filter (hour(ts_utc) between 13 and 17)
         from t""")
@@ -264,6 +268,14 @@ def test_formats_round_trip_through_duckdb_into_requests(tmp_path: Path, name: s
     assert (n, diff) == (expected.num_rows, 0)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)), max_size=20))
+def test_iso_timestamps_match_python(moments: list[datetime]):
+    """The vectorised ISO-8601 writer (Hinnant's civil_from_days) agrees with datetime.isoformat."""
+    ts_us = np.array([_epoch_us(m.replace(tzinfo=UTC)) for m in moments], dtype=np.int64)
+    assert _iso_utc(ts_us).to_pylist() == [m.isoformat(timespec="microseconds") + "Z" for m in moments]
+
+
 def test_csv_header_and_iso_timestamps(tmp_path: Path):
     path = write_sample(SampleSpec(MONDAY, 1, 500, seed=1), tmp_path / "r.csv").paths[0]
     header, first = path.read_text().splitlines()[:2]
@@ -284,7 +296,8 @@ def test_hive_partitions_by_day(tmp_path: Path):
     result = write_sample(spec, tmp_path / "hive", split="day")
     assert [p.relative_to(tmp_path / "hive").as_posix() for p in result.paths] == [
         f"dt={d.isoformat()}/part-0.parquet" for d in spec.dates()]
-    rows = duckdb.sql("select count(*), count(*) filter (dt <> ts_utc::date) from read_parquet($g, hive_partitioning=true)",
+    rows = duckdb.sql("select count(*), count(*) filter (dt <> ts_utc::date) "
+                      "from read_parquet($g, hive_partitioning=true)",
                       params={"g": str(tmp_path / "hive" / "*" / "*.parquet")}).fetchall()
     assert rows == [(result.rows, 0)]
 
