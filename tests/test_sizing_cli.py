@@ -99,3 +99,12 @@ def test_wait_slo_flag_derives_the_utilisation():
 def test_incomplete_demand_flags(args, message):
     result = run("size", "--latency-s", "6", "--output-tokens", "400", "--seqs-per-gpu", "40", *args)
     assert result.exit_code == 2 and message in " ".join(result.output.split())
+
+
+def test_config_memory_settings_reach_the_kv_terms(tmp_path):
+    cfg = tmp_path / "capplan.toml"
+    cfg.write_text('[sizing]\nmodel = "llama-3.1-70b"\nkv_dtype = "fp8"\ntensor_parallel = 4\n')
+    data = json.loads(run("size", "--peak-qps", "50", "--latency-s", "6", "--output-tokens", "400",
+                          "--kv-tokens", "2000", "--config", str(cfg), "--json").stdout)
+    assert data["tensor_parallel"] == 4
+    assert data["kv_bytes_per_token"] == 2 * 80 * 2 * 128 * 1   # 8 KV heads over 4 GPUs, 1 byte each in fp8
