@@ -179,6 +179,32 @@ class ScheduleConfig(_Section):
     drop_folder: Path | None = Field(None, description="Folder whose new files the daily ingest loads.")
 
 
+class ClusterConfig(_Section):
+    """Partitioned roll-ups (``capplan/partitioned.py``) and where they run."""
+
+    task_runner: Literal["none", "dask"] = Field(
+        "none", description="Roll partitions up one after another in this process ('none') or in parallel on a "
+                            "Dask cluster ('dask', prefect-dask's DaskTaskRunner).")
+    scheduler_address: str | None = Field(
+        None, description="Address of an existing Dask scheduler, e.g. 'tcp://10.0.0.5:8786'; None starts a "
+                          "LocalCluster on this machine.")
+    n_workers: int = Field(2, ge=1, description="LocalCluster worker processes. [count]")
+    threads_per_worker: int = Field(1, ge=1, description="LocalCluster threads per worker (partitions at once "
+                                                         "per worker). [count]")
+    processes: bool = Field(True, description="LocalCluster workers are processes (true) or threads of this "
+                                              "process (false).")
+    duckdb_threads_per_partition: int | None = Field(
+        None, ge=1, description="DuckDB threads a partition's roll-up may use; None = this machine's cores "
+                                "shared over the partitions rolled up at once (all of a remote worker's). [count]")
+    duckdb_memory_limit_gib: float | None = Field(
+        None, gt=0, description="DuckDB memory limit per partition roll-up before it spills to disk; None = "
+                                "DuckDB's default (80 % of RAM). [GiB]")
+    sources: list[SourceConfig] = Field(
+        default_factory=list,
+        description="Partitioned sources: each path is a Hive folder (dt=YYYY-MM-DD/...) or a file glob (one "
+                    "partition per file). Their rows are rolled up per partition; only roll-ups reach the database.")
+
+
 class CapplanConfig(_Section):
     database: DatabaseConfig = DatabaseConfig()
     ingest: IngestConfig = IngestConfig()
@@ -190,6 +216,7 @@ class CapplanConfig(_Section):
     drift: DriftConfig = DriftConfig()
     report: ReportConfig = ReportConfig()
     schedule: ScheduleConfig = ScheduleConfig()
+    cluster: ClusterConfig = ClusterConfig()
 
 
 def _format_error(err: dict[str, Any], source: str) -> str:
