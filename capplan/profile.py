@@ -134,9 +134,9 @@ def rollup_partition(
     _use_source(con, source)
     params = _rollup_params(start_utc, end_utc)
     return {
-        "fct_traffic_hourly": con.execute(sql.load("int_profile_traffic"), params).to_arrow_table(),
-        "fct_histogram_hourly": con.execute(
-            sql.load("int_profile_histogram"), params | {"inv_ln_gamma": 1 / math.log(HISTOGRAM_GAMMA)}
+        "fct_traffic_hourly": con.sql(sql.load("int_profile_traffic"), params=params).to_arrow_table(),
+        "fct_histogram_hourly": con.sql(
+            sql.load("int_profile_histogram"), params=params | {"inv_ln_gamma": 1 / math.log(HISTOGRAM_GAMMA)}
         ).to_arrow_table(),
     }
 
@@ -155,7 +155,7 @@ def merge_rollups(con: duckdb.DuckDBPyConnection, parts: Iterable[dict[str, pa_a
                          ("fct_histogram_hourly", "int_profile_merge_histogram")):
         con.register("profile_parts", pa_arrow.concat_tables([p[table] for p in parts]))
         try:
-            merged[table] = con.execute(sql.load(query)).to_arrow_table()
+            merged[table] = con.sql(sql.load(query)).to_arrow_table()
         finally:
             con.unregister("profile_parts")
     return merged
