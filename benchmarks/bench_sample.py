@@ -1,6 +1,7 @@
 """Speed and peak memory of the synthetic log generator (capplan/sample.py), run on demand.
 
-    .venv/bin/python benchmarks/bench_sample.py --rows 10_000_000 --days 10
+    .venv/bin/python benchmarks/bench_sample.py --rows 10_000_000 --days 10 --csv
+    .venv/bin/python benchmarks/bench_sample.py --rows 20_000_000 --days 20 --phases write   # memory stays flat
 
 Each phase runs in its own process so its peak RSS is its own:
 
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="Rows to generate (approximate).")
     parser.add_argument("--days", type=int, default=10, help="Days to spread them over.")
     parser.add_argument("--csv", action="store_true", help="Also time a .csv.zst output.")
+    parser.add_argument("--phases", help="Comma-separated subset, e.g. 'baseline,write' (baseline is always run).")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -79,6 +81,8 @@ def main() -> None:
         print(json.dumps(_phase(args.phase, args.rows, args.days, Path(args.out_dir))))
         return
     phases = ["baseline", "generate", "write"] + (["write_csv"] if args.csv else [])
+    if args.phases:
+        phases = ["baseline", *[p for p in args.phases.split(",") if p != "baseline"]]
     results = {}
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     for phase in phases:
