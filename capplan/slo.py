@@ -247,14 +247,13 @@ def _episodes_for_severity(events: pd.DataFrame, slo: SloConfig, rules: list[Bur
     firing = np.zeros(len(events), dtype=bool)
     burn = np.zeros(len(events))
     lookback = np.zeros(len(events), dtype=int)  # longest long window among the rules firing at each minute
-    labels: list[set[str]] = [set() for _ in range(len(events))]
+    fired_by: dict[str, np.ndarray] = {}
     for rule in rules:
         fires, long_burn = rule_firing(bad, valid, rule, slo.target)
         firing |= fires
         burn = np.where(fires, np.maximum(burn, long_burn), burn)
         lookback = np.where(fires, np.maximum(lookback, rule.long_window_min), lookback)
-        for i in np.flatnonzero(fires):
-            labels[i].add(f"{rule.burn_rate_threshold:g}x/{rule.long_window_min}m/{rule.short_window_min}m")
+        fired_by[f"{rule.burn_rate_threshold:g}x/{rule.long_window_min}m/{rule.short_window_min}m"] = fires
     # a lull shorter than the shortest short window does not end an episode: no flapping pages
     min_gap = min(r.short_window_min for r in rules)
     spans = runs(firing)
@@ -269,15 +268,16 @@ def _episodes_for_severity(events: pd.DataFrame, slo: SloConfig, rules: list[Bur
     seen_min = np.minimum(np.arange(1, len(events) + 1), window_min)
     full_window_valid = trailing_sum(valid, window_min) * window_min / seen_min
     bad_cum = np.concatenate([[0.0], np.cumsum(bad)])
+    minutes = events["minute_utc"].to_numpy()
     out = []
     for lo, hi in merged:
         first = max(lo + 1 - int(lookback[lo:hi].max()), 0)  # the detection span starts a long window earlier
         out.append({
-            "start": events["minute_utc"].iloc[lo], "end": events["minute_utc"].iloc[hi - 1] + pd.Timedelta(minutes=1),
+            "start": minutes[lo], "end": minutes[hi - 1] + np.timedelta64(1, "m"),
             "duration_min": hi - lo, "burn_rate": float(burn[lo:hi].max()),
             "budget_spent_fraction": float(budget_consumed_fraction(
                 bad_cum[hi] - bad_cum[first], full_window_valid[hi - 1], slo.target)),
-            "rules": ",".join(sorted(set().union(*labels[lo:hi]))),
+            "rules": ",".join(sorted(label for label, fires in fired_by.items() if fires[lo:hi].any())),
         })
     return out
 
