@@ -13,7 +13,8 @@ Each phase runs in its own process so its peak RSS is its own:
 * ``write_csv`` — the same to ``.csv.zst`` (optional, ``--csv``).
 
 The machine is shared and noisy, so figures are also given as ratios to the
-baseline measured in the same run; the load average is printed beside them.
+baseline measured in the same run, and as CPU time per row (all threads), which other
+processes disturb less than wall time; the load average is printed beside them.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ def _phase(name: str, rows: int, days: int, out_dir: Path) -> dict:
     from capplan.sample import _Sink, generate_day, iter_days, write_sample
 
     spec = _spec(rows, days)
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     if name == "baseline":
         day = generate_day(spec, START).table
-        began = time.perf_counter()  # generation of the template day is not part of the baseline
+        # generation of the template day is not part of the baseline
+        began, cpu_began = time.perf_counter(), time.process_time()
         sink, written = _Sink.open(out_dir / "baseline.parquet"), 0
         while written < rows:
             sink.write(day)
@@ -62,8 +64,10 @@ def _phase(name: str, rows: int, days: int, out_dir: Path) -> dict:
     else:
         raise ValueError(f"unknown phase {name!r}")
     seconds = time.perf_counter() - began
+    cpu_seconds = time.process_time() - cpu_began  # all threads; less sensitive to other processes than wall time
     size = sum(p.stat().st_size for p in out_dir.glob("*") if p.is_file())
     return {"phase": name, "rows": produced, "seconds": seconds, "rows_per_s": produced / seconds,
+            "cpu_us_per_row": cpu_seconds / produced * 1e6,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "bytes_per_row": size / produced if size else None}
 
@@ -95,7 +99,8 @@ def main() -> None:
         ratio = r["seconds"] / results["baseline"]["seconds"] * results["baseline"]["rows"] / r["rows"]
         per_row = f"{r['bytes_per_row']:.1f} B/row" if r["bytes_per_row"] else ""
         print(f"{phase:10s} {r['rows']:>11,} rows {r['seconds']:7.2f} s {r['rows_per_s'] / 1e6:5.2f} Mrows/s "
-              f"peak RSS {r['peak_rss_mib']:7.0f} MiB  time/row ×{ratio:4.2f} of baseline  {per_row}", flush=True)
+              f"CPU {r['cpu_us_per_row']:4.2f} µs/row  peak RSS {r['peak_rss_mib']:5.0f} MiB  "
+              f"time/row ×{ratio:4.2f} of baseline  {per_row}", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
