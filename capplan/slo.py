@@ -232,7 +232,7 @@ def budget_burndown(con: duckdb.DuckDBPyConnection, slo: SloConfig, freq: str = 
     bad = trailing_sum(events["bad_events"], window_min)
     period_end = events["minute_utc"] + pd.Timedelta(minutes=1)
     at_boundary = (period_end == period_end.dt.floor(freq)).to_numpy().copy()
-    at_boundary[-1] = True  # always show the latest state
+    at_boundary[-1:] = True  # always show the latest state (if there is one)
     consumed = np.asarray(budget_consumed_fraction(bad, valid, slo.target))
     return pd.DataFrame({
         "period_end_utc": period_end[at_boundary].to_numpy(), "valid_events": valid[at_boundary],

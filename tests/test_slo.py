@@ -140,6 +140,13 @@ def test_burndown_ends_at_status(con):
     assert len(burndown) == 30
 
 
+def test_an_empty_log_gives_empty_frames():
+    empty = connect()
+    empty.execute(sql.load("ddl_requests"))
+    assert alert_episodes(empty, SloConfig()).empty
+    assert budget_burndown(empty, SloConfig()).empty
+
+
 def test_unknown_model_is_a_value_error(con):
     with pytest.raises(ValueError, match="no requests for model 'nope'"):
         slo_status(con, SloConfig(model="nope"))
