@@ -13,10 +13,12 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 #: Colours used consistently across charts (matplotlib's default cycle).
 COLOURS = {"p50": "C0", "band": "C0", "history": "0.35", "throughput": "C1", "memory": "C2",
@@ -170,6 +172,8 @@ def plot_hockey_stick(ax: Axes, curve: pd.DataFrame, utilisation: float, latency
     ax.set_ylabel("Latency [s]")
     ax.set_xlim(0, 1)
     ax.set_yscale("log")  # M/M/1 reaches 100x the service time at 99 %; a log axis keeps the knee visible
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend(loc="upper left", fontsize="small")
     return artists
 
@@ -187,9 +191,13 @@ def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list
     """
     artists = list(ax.plot(burn["period_end_utc"], burn["budget_remaining_fraction"], color=COLOURS["p50"]))
     artists.append(ax.axhline(0, color="k", lw=0.6))
-    for i, row in enumerate(episodes.itertuples(index=False)):
-        artists.append(ax.axvspan(row.start, row.end, color=COLOURS["chosen"], alpha=0.25,
-                                  label="alert episode" if i == 0 else None))
+    if len(episodes):
+        # One collection for all episodes: a noisy SLO can fire thousands of times and one patch
+        # each would take tens of seconds to lay out.
+        start = mdates.date2num(pd.to_datetime(episodes["start"]))
+        width = mdates.date2num(pd.to_datetime(episodes["end"])) - start
+        artists.append(ax.broken_barh(list(zip(start, width)), (0, 1), transform=ax.get_xaxis_transform(),
+                                      color=COLOURS["chosen"], alpha=0.25, label="alert episode"))
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Error budget remaining [fraction]")
     if len(episodes):

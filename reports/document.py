@@ -86,7 +86,12 @@ class Table:
 
 @dataclass(frozen=True)
 class PlanReport:
-    """A finished plan, ready to render. Frames are validated on construction."""
+    """A finished plan, ready to render. Frames are validated on construction.
+
+    ``forecast`` (optional) is the hourly demand forecast the plan rests on, indexed by
+    hour (UTC), columns ``mean``, ``lo_<L>``, ``hi_<L>`` [requests/s]; it is written as
+    ``forecast.csv`` so anyone can re-derive the plan from it.
+    """
 
     month: str
     generated_at_utc: str
@@ -99,6 +104,7 @@ class PlanReport:
     charts: list[Chart] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    forecast: pd.DataFrame | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))
