@@ -21,6 +21,13 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+
+@app.callback()
+def _root() -> None:
+    """Forecast LLM-serving traffic from request logs and plan the GPU fleet and its cost."""
+
+
 for _name in COMMAND_MODULES:
     importlib.import_module(f"capplan.commands.{_name}").register(app)
 
