@@ -130,7 +130,7 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
         seasons = tuple(m for m in seasons if m not in short)
     filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
     z = np.log(filled) if log else filled
-    keep = max(max_train_seasons * max(seasons, default=1), 5 * horizon, 200)
+    keep = max(max_train_seasons * max(seasons, default=1), 3 * horizon, 200)
     z = z[-keep:]
     replaced = 0
     if clean_outliers:
@@ -177,6 +177,9 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)))
     y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
     scale = mase_scale(probe.to_y(z), seasons[0] if seasons else None)
+    # A candidate that reduces to another here (the long-season naive with one season) would count twice.
+    names = tuple(c for i, c in enumerate(names)
+                  if not any(np.array_equal(fc_z[c], fc_z[d], equal_nan=True) for d in names[:i]))
     scores = {c: backtest.score(y_act, probe.to_y(fc_z[c]), scale) for c in names}
     ranked = sorted((c for c in names if np.isfinite(scores[c]["mase"])), key=lambda c: scores[c]["mase"])
     if not ranked:  # every candidate failed somewhere: fall back to the one that cannot fail

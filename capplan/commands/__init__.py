@@ -11,4 +11,5 @@ COMMAND_MODULES: list[str] = [
     "sample",
     "slo",
     "drift",
+    "forecast",
 ]
