@@ -1,0 +1,145 @@
+"""Accuracy and speed of ``forecasting.forecast`` on the M4 Hourly development half.
+
+Run: ``.venv/bin/python benchmarks/forecast_accuracy.py [--data DIR] [--limit N] [--workers 2]``
+
+For each series the training part goes to :func:`forecasting.fit` (horizon 48,
+seasons 24 and 168, levels 80 and 95); choices use only the training data (its
+own backtests on the end of the history). The test part then scores the
+automatic choice and every candidate refitted on the same prepared series,
+next to M4's Naive2 and the seasonal naive. Prints sMAPE, MASE, OWA (M4
+definitions), interval coverage, the blow-up rate and wall times; the speed of
+one 2-year hourly series is given as a ratio to a baseline measured in the
+same run (MSTL(24, 168) + ETS on the same series), because the machine is shared.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread per process: the pool provides the parallelism, and BLAS
+# threads fighting over 2 cores make small state-space fits many times slower.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from forecasting import MODELS, fit  # noqa: E402
+from forecasting.metrics import mase, mase_scale, smape  # noqa: E402
+from forecasting.prepare import seasonality_significant  # noqa: E402
+
+DATA_DIR = Path("/work/shared/benchmarks/m4-hourly-dev")
+HORIZON_STEPS = 48
+SEASONS = (24, 168)
+
+
+def naive2(y: np.ndarray, horizon: int, period: int = 24) -> np.ndarray:
+    """M4's Naive2: naive forecast of the classically (multiplicatively) deseasonalised series."""
+    from statsmodels.tsa.seasonal import seasonal_decompose
+
+    if not seasonality_significant(y, period)[0]:
+        return np.full(horizon, y[-1])
+    seasonal = np.asarray(seasonal_decompose(y, model="multiplicative", period=period).seasonal)
+    return (y[-1] / seasonal[-1]) * np.resize(seasonal[-period:], horizon)
+
+
+def evaluate(args: tuple[str, np.ndarray, np.ndarray]) -> dict:
+    """Forecast one series and score every method on its test part."""
+    sid, train, test = args
+    started, cpu_started = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fit(pd.Series(train), HORIZON_STEPS, SEASONS, levels=(80, 95))
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    fc = result.frame
+    forecasts = {"auto": fc["mean"].to_numpy(), "Naive2": naive2(train, HORIZON_STEPS)}
+    for name in result.info["backtest"]["scores"]:
+        if name in MODELS:
+            forecasts[name] = result.to_y(MODELS[name](result.z, HORIZON_STEPS, result.seasons))
+    scale = mase_scale(train, 24)
+    row = {"id": sid, "seconds": seconds, "cpu_seconds": cpu_seconds, "model": result.info["model"],
+           "cover_80": float(np.mean((test >= fc["lo_80"]) & (test <= fc["hi_80"]))),
+           "cover_95": float(np.mean((test >= fc["lo_95"]) & (test <= fc["hi_95"])))}
+    for name, f in forecasts.items():
+        row[("smape", name)] = smape(test, f)
+        row[("mase", name)] = mase(test, f, scale)
+    return row
+
+
+def load(data_dir: Path, limit: int | None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(id, train, test) per series from the M4 CSV files."""
+    train = pd.read_csv(data_dir / "Hourly-train.csv", index_col=0)
+    test = pd.read_csv(data_dir / "Hourly-test.csv", index_col=0)
+    rows = [(sid, train.loc[sid].dropna().to_numpy(float), test.loc[sid].to_numpy(float)) for sid in train.index]
+    return rows[:limit] if limit else rows
+
+
+def accuracy_table(rows: list[dict]) -> pd.DataFrame:
+    """sMAPE, MASE and OWA per method, averaged over series as in M4."""
+    methods = sorted({k[1] for r in rows for k in r if isinstance(k, tuple)})
+    table = pd.DataFrame({
+        "sMAPE": {m: np.mean([r[("smape", m)] for r in rows]) for m in methods},
+        "MASE": {m: np.mean([r[("mase", m)] for r in rows]) for m in methods},
+    })
+    table["OWA"] = 0.5 * (table["sMAPE"] / table.loc["Naive2", "sMAPE"] + table["MASE"] / table.loc["Naive2", "MASE"])
+    return table.sort_values("OWA")
+
+
+def long_series_timing() -> tuple[float, float]:
+    """Seconds for ``fit`` on a 2-year hourly series and for the baseline on it."""
+    rng = np.random.default_rng(20261129)
+    t = np.arange(2 * 365 * 24)
+    daily = 1 + 0.5 * np.sin(2 * np.pi * t / 24)
+    weekly = 1 - 0.2 * (((t // 24) % 7) >= 5)
+    y = pd.Series(50 * daily * weekly * (1 + t / t.size) * rng.lognormal(0, 0.1, t.size),
+                  index=pd.date_range("2024-01-01", periods=t.size, freq="h"))
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit(y, 14 * 24, None)
+    ours = time.perf_counter() - started
+    from statsmodels.tsa.holtwinters import ExponentialSmoothing
+    from statsmodels.tsa.seasonal import MSTL
+
+    started = time.perf_counter()
+    res = MSTL(np.log(y.to_numpy()), periods=[24, 168]).fit()
+    ExponentialSmoothing(np.asarray(res.trend + res.resid), trend="add", damped_trend=True).fit().forecast(336)
+    return ours, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA_DIR)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N series")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    series = load(args.data, args.limit)
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        rows = list(pool.map(evaluate, series, chunksize=1))
+    wall = time.perf_counter() - started
+    table = accuracy_table(rows)
+    print(f"M4 Hourly dev: {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, {args.workers} workers")
+    print(table.to_string(float_format=lambda v: f"{v:.3f}"))
+    blow = np.mean([r[("mase", "auto")] > 3 * r[("mase", "seasonal_naive")] for r in rows])
+    print(f"\nauto: interval coverage on the test part: 80% -> {np.mean([r['cover_80'] for r in rows]):.3f}, "
+          f"95% -> {np.mean([r['cover_95'] for r in rows]):.3f}")
+    print(f"auto: series with MASE > 3x seasonal naive's: {blow:.1%}")
+    print(f"auto: models chosen: {pd.Series([r['model'] for r in rows]).value_counts().head(8).to_dict()}")
+    secs = np.array([r["seconds"] for r in rows])
+    cpu = np.array([r["cpu_seconds"] for r in rows])
+    print(f"wall time {wall:.0f} s for the set; per series median {np.median(secs):.2f} s, max {secs.max():.2f} s; "
+          f"CPU {cpu.sum():.0f} s in all (what 2 idle cores would take: {cpu.sum() / args.workers:.0f} s wall)")
+    ours, base = long_series_timing()
+    print(f"2-year hourly series (17,520 points, horizon 336): fit {ours:.2f} s; "
+          f"baseline MSTL(24,168)+ETS {base:.2f} s; ratio {ours / base:.2f}")
+
+
+if __name__ == "__main__":
+    main()
