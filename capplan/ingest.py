@@ -58,7 +58,7 @@ FORMATS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet", "
            ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 COMPRESSIONS = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 _MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd", "parquet": b"PAR1"}
-#: DuckDB CSV reject types -> quarantine rule (INVALID UNICODE is a whole-file error)
+#: DuckDB CSV reject types -> quarantine rule (undecodable bytes are a whole-file error)
 _REJECT_RULES = {"TOO MANY COLUMNS": "csv_wrong_column_count", "MISSING COLUMNS": "csv_wrong_column_count",
                  "LINE SIZE OVER MAXIMUM": "line_too_long"}
 _HEADERLESS = re.compile(r"column\d+")
@@ -215,6 +215,8 @@ def fingerprint(path: Path, kind: str, compression: str | None) -> _Fingerprint:
                 last = text[-1:] or last
     if size == 0:
         raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
+    if inflate is not None and not inflate.eof:
+        raise IngestError(f"{path}: truncated gzip data (the stream ends early); expected a complete gzip file")
     max_records = None
     if count:
         max_records = lines + (last != b"\n")
@@ -255,7 +257,7 @@ def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present:
     missing = [f"{c} (source column {mapping.get(c, c)!r})" for c in REQUIRED_COLUMNS
                if c not in mapping or not present(mapping[c])]
     if missing:
-        hint = " — wrong delimiter?" if len(found) == 1 and any(ch in found[0] for ch in ",;\t|") else ""
+        hint = " (one column only: wrong delimiter?)" if len(found) == 1 else ""
         raise IngestError(f"{path}: missing required column {', '.join(missing)}; found columns "
                           f"{list(found)[:20]}{hint}")
 
@@ -295,7 +297,9 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
                          columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
                          max_line_size=64 << 20)
     numbered = lines.select(SQLExpression("row_number() over ()").alias("source_row"), ColumnExpression("line"))
-    valid = FunctionExpression("json_valid", ColumnExpression("line"))
+    valid = CaseExpression(FunctionExpression("json_valid", ColumnExpression("line")),
+                           FunctionExpression("json_type", ColumnExpression("line")) == ConstantExpression("OBJECT")
+                           ).otherwise(ConstantExpression(False))
     sample = numbered.filter(valid).limit(1000).select(
         FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
     keys = sorted({k for (ks,) in sample if ks for k in ks})
@@ -334,7 +338,7 @@ def _last_rejects(con: duckdb.DuckDBPyConnection, path: Path, header_lines: int)
     rows = con.execute("select distinct line, error_type, csv_line from reject_errors order by line").fetchall()
     out = []
     for line, error_type, text in rows:
-        if error_type == "INVALID UNICODE":
+        if error_type in ("INVALID UNICODE", "INVALID ENCODING"):
             raise IngestError(f"{path}: line {line}: bytes that are not valid UTF-8; expected UTF-8 text")
         rule = _REJECT_RULES.get(error_type)
         if rule is None:
@@ -401,9 +405,9 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     path = Path(path).resolve()
     now_utc = now_utc or datetime.now(UTC)
     mapping = column_mapping(source)
+    ensure_tables(con)
     kind, compression = detect_format(path)
     fp = fingerprint(path, kind, compression)
-    ensure_tables(con)
     same = _first(con, "select file_id, path from ingest_ledger where content_sha256 = ? and status = 'loaded' "
                   "order by file_id limit 1", [fp.sha256])
     if same is not None:
@@ -457,6 +461,7 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
                 params: dict) -> tuple[int, int]:
     """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined)."""
     file_id = params["file_id"]
+    con.execute(sql.load("stg_ingest_duplicate_ids"))
     staged = con.sql(sql.load("stg_requests"), params=params)
     staged.filter("rule is null").select(*CANONICAL_COLUMNS, "file_id").insert_into("requests")
     if kind != "parquet":

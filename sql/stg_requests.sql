@@ -45,7 +45,7 @@ numbers as (
     from texts
 ),
 
-parsed as not materialized (
+parsed as (
     select
         *,
         case
@@ -69,12 +69,8 @@ parsed as not materialized (
 ),
 
 first_rows as (
-    -- first occurrence of each request_id in this file (file order)
-    select request_id_text, min(source_row) as first_row
-    from parsed
-    where request_id_text is not null
-    group by request_id_text
-    having count(*) > 1
+    -- first occurrence of each repeated request_id in this file (sql/stg_ingest_duplicate_ids.sql)
+    select request_id_text, first_row from ingest_duplicate_ids
 ),
 
 loaded_ids as (

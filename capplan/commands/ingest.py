@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from capplan.commands._common import CONFIG_OPTION, DB_OPTION, JSON_OPTION, console, db_path, fail, load, print_json
+from capplan.commands._common import (CLUSTER_OPTION, CONFIG_OPTION, DB_OPTION, JSON_OPTION, SCHEDULER_OPTION, console,
+                                      db_path, fail, load, print_json, run_partitioned, with_cluster)
 
 MAP_HELP = "CANONICAL=SOURCE column mapping, e.g. ts_utc=TIMESTAMP; repeatable; overrides the preset."
 
@@ -66,6 +67,8 @@ def ingest(
     timezone: str | None = typer.Option(None, "--timezone", help="IANA zone of naive timestamps (default UTC)."),
     on_changed: str | None = typer.Option(None, "--on-changed",
                                           help="A path ingested before with other content: refuse|replace."),
+    cluster: str | None = CLUSTER_OPTION,
+    scheduler_address: str | None = SCHEDULER_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Validate and load request logs (CSV, Parquet, JSON lines; gzip/zstd) into DuckDB."""
@@ -74,16 +77,20 @@ def ingest(
     from capplan.db import DatabaseLockedError, connect
     from capplan.ingest import ingest_paths
 
-    cfg = load(config)
+    cfg = with_cluster(load(config), cluster, scheduler_address)
     if on_changed not in (None, "refuse", "replace"):
         fail(f"--on-changed {on_changed!r}: expected refuse or replace", code=2)
     overrides = {"preset": preset, "columns": _parse_map(mapping), "timestamp_unit": timestamp_unit,
                  "origin": origin, "timezone": timezone}
-    if paths:
+    if paths and cluster is not None:  # --cluster: the paths are Hive folders or files, rolled up per partition
+        cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"sources": [
+            _source(cfg, source, overrides).model_copy(update={"paths": paths})]})})
+        jobs = []
+    elif paths:
         jobs = [(_source(cfg, source, overrides), paths)]
     else:
         chosen = [s for s in cfg.ingest.sources if source in (None, s.name)]
-        if not chosen:
+        if not chosen and not cfg.cluster.sources:
             fail("no files given and no matching [[ingest.sources]] in the config", code=2)
         jobs = [(_source(cfg, s.name, overrides), s.paths) for s in chosen]
     try:
@@ -105,15 +112,17 @@ def ingest(
                 results += ingest_paths(con, patterns, src, cfg.ingest, on_changed=on_changed, on_file=advance)
         finally:
             con.close()
+    partitioned = run_partitioned(cfg, as_json)
+    files = [{k: r.to_dict()[k] for k in ("path", "rows_read", "rows_loaded", "rows_quarantined", "status", "message")}
+             for r in results]
     if as_json:
-        print_json([{k: r.to_dict()[k] for k in ("path", "rows_read", "rows_loaded", "rows_quarantined",
-                                                   "status", "message")} for r in results])
-    else:
+        print_json(files if partitioned is None else {"files": files, "partitioned": partitioned.to_dict()})
+    elif results:
         console.print(_summary_table(results))
     failed = [r for r in results if r.status in ("error", "refused")]
     for r in failed:
         console.print(f"[bold red]error:[/] {r.message}", highlight=False)
-    if failed:
+    if failed or (partitioned is not None and (partitioned.failed or partitioned.missing)):
         raise typer.Exit(1)
 
 
