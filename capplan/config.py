@@ -152,9 +152,9 @@ class DriftConfig(_Section):
     window_days: int = Field(7, ge=1, description="Comparison window length. [days]")
     baseline_days: int = Field(28, ge=1, description="Baseline window length before it. [days]")
     psi_threshold: float = Field(
-        0.05, gt=0,
-        description="Population stability index a window must reach to alert; +30 % on a log-normal with "
-                    "sigma 0.9 is about 0.085. [dimensionless]")
+        0.02, gt=0,
+        description="Population stability index a window must reach to alert; a +30 % shift of a log-normal "
+                    "with sigma 1.0 gives 0.069, or 0.037 when the window holds it 5 days of 7. [dimensionless]")
     relative_mean_change_threshold: float = Field(
         0.1, gt=0, description="|mean(window)/mean(baseline) - 1| a window must reach to alert. [fraction]")
     p_value_threshold: float = Field(

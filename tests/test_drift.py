@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -161,3 +163,19 @@ def test_decomposition_hand_worked_on_two_months():
         cost_change_decomposition(daily_histograms(con), "2026-01", "2026-03", cost)
     with pytest.raises(ValueError, match="no cost model for log models"):
         cost_change_decomposition(daily_histograms(con), "2026-01", "2026-02", {})
+
+
+def test_bundled_sample_drift_is_found():
+    """The bundled sample (data/sample) carries one injected drift; its ground truth says which."""
+    sample = Path(__file__).resolve().parent.parent / "data" / "sample"
+    truth = json.loads((sample / "ground_truth.json").read_text())["drift"]
+    con = connect()
+    con.execute(sql.load("ddl_requests"))
+    con.execute("insert into requests select *, 0 from read_parquet($files)",
+                {"files": [str(p) for p in sorted(sample.glob("requests-*.parquet"))]})
+    found = detect_drift(con, CFG.drift, _costs(con))
+    assert found[["model", "metric"]].values.tolist() == [[truth["model"], f"{truth['metric']}_tokens"]]
+    f = found.iloc[0]
+    assert abs(f["change_date"] - pd.Timestamp(truth["start"][:10])) <= pd.Timedelta(days=7)
+    assert f["relative_change"] == pytest.approx(truth["factor"] - 1, abs=0.05)
+    assert f["usd_per_month_change"] > 0
