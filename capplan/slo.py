@@ -254,8 +254,8 @@ def _episodes_for_severity(events: pd.DataFrame, slo: SloConfig, rules: list[Bur
         burn = np.where(fires, np.maximum(burn, long_burn), burn)
         lookback = np.where(fires, np.maximum(lookback, rule.long_window_min), lookback)
         fired_by[f"{rule.burn_rate_threshold:g}x/{rule.long_window_min}m/{rule.short_window_min}m"] = fires
-    # a lull shorter than the shortest short window does not end an episode: no flapping pages
-    min_gap = min(r.short_window_min for r in rules)
+    # a lull shorter than the longest short window does not end an episode: one incident, one page
+    min_gap = max(r.short_window_min for r in rules)
     spans = runs(firing)
     merged = spans[:1]
     for lo, hi in spans[1:]:
@@ -289,7 +289,7 @@ def alert_episodes(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: dateti
 
     For each severity, the minutes at which any of its rules fires are joined
     into maximal episodes (so the 1 h and 6 h page rules firing on one incident
-    give one page); a lull shorter than the severity's shortest short window
+    give one page); a lull shorter than the severity's longest short window
     does not split an episode.
 
     Returns
