@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -178,3 +180,20 @@ def test_episodes_match_incidents_in_generated_logs():
         assert any(i.start.replace(tzinfo=None) <= ticket["start"] <= i.end.replace(tzinfo=None) + timedelta(hours=6)
                    for i in incidents)
     assert isinstance(got["start"].iloc[0], pd.Timestamp)
+
+
+def test_bundled_sample_pages_only_during_its_incidents():
+    sample = Path(__file__).resolve().parent.parent / "data" / "sample"
+    incidents = [(pd.Timestamp(i["start"]).tz_localize(None), pd.Timestamp(i["end"]).tz_localize(None),
+                  i["error_fraction"]) for i in json.loads((sample / "ground_truth.json").read_text())["incidents"]]
+    con = connect()
+    con.execute(sql.load("ddl_requests"))
+    con.execute("insert into requests select *, 0 from read_parquet($files)",
+                {"files": [str(p) for p in sorted(sample.glob("requests-*.parquet"))]})
+    pages = alert_episodes(con, SloConfig(target=0.99)).query("severity == 'page'")
+    assert len(pages) >= 1
+    for start in pages["start"]:
+        assert any(lo <= start < hi for lo, hi, _ in incidents)
+    for lo, hi, error_fraction in incidents:
+        if error_fraction >= 0.2:  # well above the 14.4 % a 1 h page needs at 99 %
+            assert pages["start"].between(lo, hi).any()
