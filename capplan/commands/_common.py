@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -57,3 +58,51 @@ def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyCon
     if not con.execute("select count(*) from information_schema.tables where table_name = 'requests'").fetchone()[0]:
         fail(f"database {path} has no requests table; run `capplan ingest` first")
     return con
+
+
+CLUSTER_OPTION = typer.Option(
+    None, "--cluster", help="Roll partitioned sources up in this process (none) or in parallel on a Dask cluster "
+                            "(dask); default: \\[cluster].task_runner.")
+SCHEDULER_OPTION = typer.Option(
+    None, "--scheduler-address", help="Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: \\[cluster].scheduler_address, "
+                                      "else a LocalCluster on this machine).")
+
+
+def with_cluster(cfg: CapplanConfig, cluster: str | None, scheduler_address: str | None) -> CapplanConfig:
+    """``cfg`` with ``--cluster`` and ``--scheduler-address`` applied to its ``[cluster]`` section."""
+    if cluster not in (None, "none", "dask"):
+        fail(f"--cluster {cluster!r}: expected none or dask", code=2)
+    if scheduler_address is not None and cluster == "none":
+        fail("--scheduler-address needs --cluster dask", code=2)
+    updates = {k: v for k, v in (("task_runner", cluster), ("scheduler_address", scheduler_address)) if v is not None}
+    if scheduler_address is not None:
+        updates["task_runner"] = "dask"
+    return cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update=updates)})
+
+
+def run_partitioned(cfg: CapplanConfig, as_json: bool = False, db: Path | None = None):
+    """Roll up ``[[cluster.sources]]`` into ``db`` (default: the config's) on the configured task runner; print a line.
+
+    Returns the :class:`capplan.partitioned.RollupSummary`, or ``None`` when no partitioned source is configured.
+    """
+    if not cfg.cluster.sources:
+        return None
+    # read when prefect is imported: no telemetry, time for the temporary server to start, INFO lines kept off
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+    from capplan.partitioned import PartitionError
+    from flows.partitioned import run_partitioned_rollup
+
+    cfg = cfg.model_copy(update={"database": cfg.database.model_copy(update={"path": db_path(cfg, db)})})
+    try:
+        summary = run_partitioned_rollup(cfg)
+    except PartitionError as exc:
+        fail(str(exc))
+    if not as_json:
+        console.print(f"partitioned: {len(summary.rolled_up)} partitions rolled up ({len(summary.replaced)} replaced) "
+                      f"on {cfg.cluster.task_runner}: {summary.rows_read:,} rows read, {summary.rows_rolled_up:,} "
+                      f"rolled up, {summary.rows_quarantined:,} quarantined", highlight=False, soft_wrap=True)
+    for message in [*summary.failed, *(f"{m}: no such file or partition folder" for m in summary.missing)]:
+        console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return summary

@@ -112,7 +112,7 @@ def ingest(
                 results += ingest_paths(con, patterns, src, cfg.ingest, on_changed=on_changed, on_file=advance)
         finally:
             con.close()
-    partitioned = run_partitioned(cfg, as_json)
+    partitioned = run_partitioned(cfg, as_json, db)
     files = [{k: r.to_dict()[k] for k in ("path", "rows_read", "rows_loaded", "rows_quarantined", "status", "message")}
              for r in results]
     if as_json:
