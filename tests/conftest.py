@@ -8,3 +8,70 @@ import os
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Prefect in tests (measured, see /work/shared/TOOLCHAIN.md): the task-run recorder's SQLite writes
+# stall flows by seconds, and no test reads task runs back.
+os.environ.setdefault("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED", "false")
+
+import datetime as _dt  # noqa: E402 - after the environment, which Prefect reads at import
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect server and database for the whole session (≈ 10 s once)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=None):  # None: PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+        yield
+
+
+#: The generated logs of the end-to-end plan: six weeks of three models, deterministic.
+PLAN_SAMPLE = {"start": _dt.date(2026, 9, 20), "days": 42, "requests_per_day": 2500, "seed": 8}
+
+
+def _write_plan_config(root: Path, sources: list[str], **sections: dict) -> Path:
+    """A capplan.toml under ``root``: database and report folder there, ``sources`` as one source.
+
+    ``sections`` add or override keys, e.g. ``forecast={"horizon_months": 1}``.
+    """
+    tables = {"database": {"path": "plan.duckdb"}, "forecast": {"horizon_months": 2}, "report": {"out_dir": "out"}}
+    for name, values in sections.items():
+        tables[name] = {**tables.get(name, {}), **values}
+    lines = []
+    for name, values in tables.items():
+        lines.append(f"[{name}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in values.items()]
+    lines += ["[[ingest.sources]]", 'name = "generated"', f"paths = {json.dumps(sources)}"]
+    path = root / "capplan.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def write_plan_config():
+    """``write_plan_config(root, sources, **sections) -> Path`` of a small capplan.toml."""
+    return _write_plan_config
+
+
+@pytest.fixture(scope="session")
+def plan_logs(tmp_path_factory) -> list[str]:
+    """Generated request logs for the end-to-end plan, one Parquet file per month."""
+    from capplan.sample import SampleSpec, write_sample
+
+    out = tmp_path_factory.mktemp("logs") / "requests.parquet"
+    result = write_sample(SampleSpec(**PLAN_SAMPLE), out, split="month")
+    return [str(p) for p in result.paths]
+
+
+@pytest.fixture(scope="session")
+def planned_report(prefect_harness, plan_logs, tmp_path_factory):
+    """Run ``monthly_capacity_plan`` once on the generated logs; return (report folder, config)."""
+    from capplan.config import load_config
+    from flows.plan import monthly_capacity_plan
+
+    cfg = load_config(_write_plan_config(tmp_path_factory.mktemp("plan"), plan_logs))
+    folder = Path(monthly_capacity_plan(cfg))
+    return folder, cfg

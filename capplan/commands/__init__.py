@@ -11,5 +11,7 @@ COMMAND_MODULES: list[str] = [
     "sample",
     "slo",
     "drift",
+    "plan",
+    "serve",
     "forecast",
 ]

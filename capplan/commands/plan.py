@@ -1,0 +1,92 @@
+"""``capplan plan``: run the monthly capacity plan once, locally, with a progress line per stage."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import typer
+
+from capplan.commands._common import (CLUSTER_OPTION, CONFIG_OPTION, DB_OPTION, JSON_OPTION, SCHEDULER_OPTION, console,
+                                      db_path, fail, load, print_json, run_partitioned, with_cluster)
+
+OUT_OPTION = typer.Option(None, "--out", help="Report root (default: [report].out_dir); the report goes to OUT/YYYY-MM/.")
+MONTH_OPTION = typer.Option(
+    None, "--month", help="First month of the plan, YYYY-MM (default: the month after the last complete month of data).")
+VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help="Show Prefect's log lines as well.")
+
+
+def prefect_environment(verbose: bool) -> None:
+    """Prefect settings for a local run, unless the user set them: no telemetry, time for the
+    temporary server to start on a busy machine, and INFO lines kept off the terminal (they
+    still reach Prefect's database and UI) unless ``verbose``.
+
+    Must run before ``prefect`` is imported: its settings and logging are read at import.
+    """
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    if not verbose:
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("plan")
+    def plan_command(config: Path = CONFIG_OPTION, db: Path = DB_OPTION, out: Path = OUT_OPTION,
+                     month: str = MONTH_OPTION, verbose: bool = VERBOSE_OPTION, json_out: bool = JSON_OPTION,
+                     cluster: str = CLUSTER_OPTION, scheduler_address: str = SCHEDULER_OPTION) -> None:
+        """Ingest new logs, forecast, size, cost and write the monthly report (Prefect flow, no server needed)."""
+        cfg = with_cluster(load(config), cluster, scheduler_address)
+        if month is not None:
+            from capplan.plan import parse_month
+            try:
+                parse_month(month)
+            except ValueError as exc:
+                fail(str(exc), code=2)
+        updates = {"database": cfg.database.model_copy(update={"path": db_path(cfg, db)})}
+        if out is not None:
+            updates["report"] = cfg.report.model_copy(update={"out_dir": out})
+        cfg = cfg.model_copy(update=updates)
+        prefect_environment(verbose)
+        run_partitioned(cfg, json_out)  # [[cluster.sources]] roll up first, on the chosen task runner
+        folder, seconds = _run_with_progress(cfg, month)
+        if json_out:
+            print_json({"report_dir": folder, "seconds": round(seconds, 1)})
+        else:
+            console.print(f"[bold green]report:[/] {folder}/report.html  ({seconds:.1f} s)", highlight=False)
+
+
+def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
+    """Run the flow with one rich progress row per stage; a failed stage exits with its cause."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from capplan.db import DatabaseLockedError
+    from flows.plan import monthly_capacity_plan
+    from flows.tasks import STAGES, stage_listener
+
+    failures: list[str] = []
+    start = time.perf_counter()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        bar = progress.add_task("starting Prefect", total=len(STAGES))
+
+        def on_stage(stage: str, state: str, seconds: float, message: str) -> None:
+            if state == "Completed":
+                progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
+                progress.update(bar, advance=1, description=_next(STAGES, stage))
+            elif state in ("Failed", "Crashed"):
+                failures.append(f"stage {stage} failed: {message}")
+
+        with stage_listener(on_stage):
+            try:
+                folder = monthly_capacity_plan(cfg, month)
+            except DatabaseLockedError as exc:
+                fail(str(exc))
+            except Exception as exc:  # the flow re-raises the failing task's exception
+                fail(failures[0] if failures else f"{type(exc).__name__}: {exc}")
+    return folder, time.perf_counter() - start
+
+
+def _next(stages: tuple[str, ...], done: str) -> str:
+    i = stages.index(done) if done in stages else -1
+    return stages[i + 1] if 0 <= i < len(stages) - 1 else "finishing"

@@ -1,0 +1,48 @@
+"""The monthly capacity plan: one Prefect flow from request logs to a finance-ready report.
+
+Reads top to bottom: ingest → profile → measure → forecast → size → cost → SLO → drift
+→ charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
+arithmetic lives in the packages. A failing task fails the run with its exception.
+A re-run starts again from the database: the ingest ledger skips files already
+loaded, the profile refreshes only what changed, and the report folder is replaced whole.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from prefect import flow
+
+from capplan.config import CapplanConfig
+from capplan.plan import plan_months
+from flows.ingest import ingest_logs
+from flows.tasks import (build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
+                         measure_request_mix, notify_flow, profile_traffic, publish_artifacts, size_months,
+                         write_report_files)
+from reports.assemble import ReportInputs
+
+
+@flow(name="monthly-capacity-plan", log_prints=True)
+def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> str:
+    """Plan GPUs and cost for ``[forecast].horizon_months`` months from ``month`` (``YYYY-MM``).
+
+    ``month`` defaults to the month after the last complete month of data
+    (:func:`capplan.plan.plan_months`). Returns the report folder.
+    """
+    ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
+    hourly, daily = profile_traffic(config)
+    measured = measure_request_mix(config, hourly)
+    months = plan_months(measured.last_ts_utc, config.forecast.horizon_months, month)
+    forecast = forecast_qps(hourly, months, config)
+    fleet = size_months(forecast, months, config, measured)
+    costs = cost_months(forecast, months, config, measured)
+    slos = check_slos(config)
+    drift = find_drift(config)
+    inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, measured=measured,
+                          forecast=forecast, fleet=fleet, costs=costs, slos=slos, drift=drift,
+                          generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}")
+    report = build_report(inputs, draw_charts(inputs))
+    folder = write_report_files(report, config)
+    publish_artifacts(report)
+    print(f"capacity plan {report.month} written to {folder}")
+    return str(folder)

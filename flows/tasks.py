@@ -1,0 +1,144 @@
+"""Thin Prefect tasks for the monthly capacity plan; each calls one stage function.
+
+Tasks that touch the database, the report folder or the Prefect API retry (a
+DuckDB file briefly locked by the daily ingest, a slow disk, a busy API); the
+computing tasks do not, since a retry would only repeat the same error.
+Frames are not cached between runs (``cache_policy=NONE``): a re-run recomputes
+from what is in the database, which is the point of a monthly plan.
+
+Every task calls :func:`notify` on completion or failure so a caller (the
+``capplan plan`` progress display) can follow the stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NONE
+
+from capplan import plan
+from capplan.config import CapplanConfig, dump_config
+from capplan.db import connect
+from reports import assemble
+from reports.document import PlanReport
+from reports.render import finance_table, render_markdown, write_report
+
+#: Stage names in run order, as the progress display shows them.
+STAGES = ("ingest", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
+          "artifacts")
+
+_listeners: list[Callable[[str, str, float, str], None]] = []
+
+
+@contextmanager
+def stage_listener(callback: Callable[[str, str, float, str], None]) -> Iterator[None]:
+    """Call ``callback(stage, state, seconds, message)`` after every task while the block runs."""
+    _listeners.append(callback)
+    try:
+        yield
+    finally:
+        _listeners.remove(callback)
+
+
+def notify(task_: Any, task_run: Any, state: Any) -> None:
+    """Prefect state hook: tell the listeners which stage finished, how, and how long it took."""
+    seconds = task_run.total_run_time.total_seconds() if task_run.total_run_time else 0.0
+    message = "" if state.is_completed() else str(state.message or "")
+    for callback in list(_listeners):
+        callback(task_.name, state.name, seconds, message)
+
+
+def notify_flow(flow_: Any, flow_run: Any, state: Any) -> None:
+    """Prefect flow hook: a sub-flow run (the ingest) reported as one stage, like :func:`notify`."""
+    seconds = (state.timestamp - flow_run.start_time).total_seconds() if flow_run.start_time else 0.0
+    message = "" if state.is_completed() else str(state.message or "")
+    for callback in list(_listeners):
+        callback(flow_.name.removesuffix("-logs"), state.name, seconds, message)
+
+
+def _stage(name: str, retries: int = 0) -> Callable:
+    return task(name=name, retries=retries, retry_delay_seconds=1 if retries else 0, cache_policy=NONE,
+                on_completion=[notify], on_failure=[notify])
+
+
+@_stage("profile", retries=2)
+def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Refresh the profile roll-ups; return hourly and daily traffic of all models together."""
+    with connect(cfg.database.path) as con:
+        return plan.profile_all_models(con, cfg)
+
+
+@_stage("measure", retries=2)
+def measure_request_mix(cfg: CapplanConfig, hourly: pd.DataFrame) -> plan.MeasuredInputs:
+    """Measure token lengths, latency, KV tokens and burst ratio from the recent logs."""
+    with connect(cfg.database.path) as con:
+        return plan.measure_inputs(con, hourly, cfg)
+
+
+@_stage("forecast")
+def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig) -> pd.DataFrame:
+    """Forecast hourly mean QPS to the end of the last planned month."""
+    return plan.forecast_hourly_qps(hourly, months, cfg)
+
+
+@_stage("size")
+def size_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
+                measured: plan.MeasuredInputs) -> pd.DataFrame:
+    """Size the fleet for each month's P10/P50/P90 peak."""
+    demand = plan.monthly_peak_qps(forecast, months, measured.burst_ratio)
+    return demand.merge(plan.size_by_month(demand, cfg, measured), on="month")
+
+
+@_stage("cost")
+def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
+                measured: plan.MeasuredInputs) -> dict:
+    """Price the hourly fleet at P10/P50/P90 with one reserved commitment."""
+    hours_utc, need = plan.hourly_need_gpus(forecast, months, cfg, measured)
+    return plan.cost_by_level(hours_utc, need, cfg)
+
+
+@_stage("slo", retries=2)
+def check_slos(cfg: CapplanConfig) -> list[plan.SloEvidence]:
+    """Error-budget status, burn-down and alert episodes of every configured SLO."""
+    with connect(cfg.database.path) as con:
+        return plan.slo_evidence(con, cfg)
+
+
+@_stage("drift", retries=2)
+def find_drift(cfg: CapplanConfig) -> plan.DriftEvidence:
+    """Token-length distributions of the baseline and recent windows, and the drift findings."""
+    with connect(cfg.database.path) as con:
+        return plan.drift_evidence(con, cfg)
+
+
+@_stage("charts")
+def draw_charts(inputs: assemble.ReportInputs) -> list:
+    """Draw every chart of the report as PNG."""
+    return assemble.draw_charts(inputs)
+
+
+@_stage("report")
+def build_report(inputs: assemble.ReportInputs, charts: list) -> PlanReport:
+    """Assemble and validate the report: headline, budget, assumptions, evidence."""
+    return assemble.build_report(inputs, charts)
+
+
+@_stage("report-files", retries=2)
+def write_report_files(report: PlanReport, cfg: CapplanConfig) -> Path:
+    """Write the dated report folder with the resolved config beside it."""
+    return write_report(report, cfg.report.out_dir, dump_config(cfg))
+
+
+@_stage("artifacts", retries=2)
+def publish_artifacts(report: PlanReport) -> None:
+    """Publish the Markdown summary and the budget table as Prefect artifacts."""
+    key = f"capacity-plan-{report.month}"
+    create_markdown_artifact(render_markdown(report), key=key, description=f"Capacity plan {report.month}")
+    create_table_artifact(finance_table(report.budget).to_dict(orient="records"), key=f"{key}-budget",
+                          description=f"Budget {report.month} (USD, GPU-hours)")
