@@ -1,0 +1,128 @@
+"""Benchmark ``capplan ingest`` against a bare DuckDB load of the same file.
+
+Generates a deterministic request log of ``--rows`` rows (Parquet, and CSV from it),
+then, each in a fresh process with a fresh database file, times and measures the
+peak resident memory of:
+
+- ``bare``: ``create table t as select * from read_parquet(...)`` / ``read_csv(...)``;
+- ``capplan``: :func:`capplan.ingest.load_file` with validation on (SQL rules +
+  quarantine + ledger, pandera contract on a sample);
+- ``capplan-contract-all``: the same with pandera over every loaded row (chunks);
+- ``capplan-contract-off``: SQL rules only.
+
+Prints a table of seconds, ratio to ``bare`` of the same format, and peak RSS.
+The machine is shared and noisy: compare ratios within one run, not absolute times.
+
+    .venv/bin/python benchmarks/ingest.py --rows 20000000 --rows 50000000 --workdir /tmp/capplan-bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+
+MODES = ("bare", "capplan", "capplan-contract-all", "capplan-contract-off")
+#: 30 days of traffic, 1 % of rows broken in the ways the quarantine rules catch
+GENERATE = """
+copy (
+    select
+        strftime(timestamp '2026-01-01' + to_microseconds((i::hugeint * 2592000000000 // $rows)::bigint),
+                 '%Y-%m-%dT%H:%M:%S.%fZ') as ts_utc,
+        case when hash(i, $seed) % 100 = 0 then -1 else (hash(i, $seed, 1) % 4000)::int end as input_tokens,
+        (hash(i, $seed, 2) % 800)::int as output_tokens,
+        'model-' || (hash(i, $seed, 3) % 3) as model,
+        case when hash(i, $seed, 4) % 50 = 0 then 503 else 200 end as status,
+        (hash(i, $seed, 5) % 2000)::double as ttft_ms,
+        (hash(i, $seed, 6) % 20000)::double as latency_ms,
+        'req-' || i as request_id,
+        'tenant-' || (i % 17) as tenant,
+        'zone-' || (i % 3) as zone
+    from range($rows) as t(i)
+) to '{out}' (format parquet)
+"""
+
+
+def generate(rows: int, workdir: Path, seed: int = 7) -> dict[str, Path]:
+    """Write ``rows`` rows as Parquet and CSV under ``workdir`` (skipped when already there)."""
+    parquet, csv = workdir / f"requests-{rows}.parquet", workdir / f"requests-{rows}.csv"
+    con = duckdb.connect()
+    con.execute("set enable_progress_bar = false")
+    if not parquet.exists():
+        # COPY's target cannot be a parameter; the path is ours, not user input
+        con.execute(GENERATE.format(out=parquet), {"rows": rows, "seed": seed})
+    if not csv.exists():
+        con.execute(f"copy (select * from read_parquet('{parquet}')) to '{csv}' (header)")
+    return {"parquet": parquet, "csv": csv}
+
+
+def child(mode: str, path: Path, db: Path) -> dict:
+    """Run one load in this process; return seconds and peak RSS."""
+    start = time.perf_counter()
+    rows = 0
+    if mode == "bare":
+        con = duckdb.connect(str(db))
+        con.execute("set enable_progress_bar = false")
+        reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
+        con.execute(f"create table t as select * from {reader}(?)", [str(path)])
+        rows = con.execute("select count(*) from t").fetchall()[0][0]
+    else:
+        from capplan.config import IngestConfig, SourceConfig
+        from capplan.db import connect
+        from capplan.ingest import load_file
+
+        contract = {"capplan": "sample", "capplan-contract-all": "all", "capplan-contract-off": "off"}[mode]
+        con = connect(db)
+        result = load_file(con, path, SourceConfig(name="bench"), IngestConfig(contract_check=contract))
+        rows = result.rows_read
+        assert result.rows_read == result.rows_loaded + result.rows_quarantined
+    con.close()
+    seconds = time.perf_counter() - start
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return {"mode": mode, "seconds": seconds, "peak_rss_mib": peak_mib, "rows": rows}
+
+
+def measure(mode: str, path: Path, workdir: Path) -> dict:
+    """Run :func:`child` in a fresh process with a fresh database."""
+    db = workdir / f"bench-{mode}.duckdb"
+    for f in (db, db.with_suffix(".duckdb.wal")):
+        f.unlink(missing_ok=True)
+    out = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(db)],
+                         check=True, capture_output=True, text=True)
+    db.unlink(missing_ok=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, action="append", help="rows to generate (repeatable)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/capplan-bench"))
+    parser.add_argument("--formats", nargs="+", default=["parquet", "csv"])
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(f"{'rows':>11} {'format':8} {'mode':22} {'seconds':>8} {'x bare':>7} {'peak MiB':>9}")
+    for rows in args.rows or [2_000_000]:
+        files = generate(rows, args.workdir)
+        for fmt in args.formats:
+            bare = None
+            for mode in args.modes:
+                r = measure(mode, files[fmt], args.workdir)
+                bare = r["seconds"] if mode == "bare" else bare
+                ratio = f"{r['seconds'] / bare:7.2f}" if bare else "      -"
+                print(f"{rows:>11,} {fmt:8} {mode:22} {r['seconds']:8.1f} {ratio} {r['peak_rss_mib']:9.0f}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
