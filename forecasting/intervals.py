@@ -77,14 +77,14 @@ def conformal_quantiles(errors: np.ndarray, level: int, axis: int | None = None)
     (the largest when that exceeds ``n``), the lower one its mirror, with
     ``α = 1 − level/100``. Zero errors give zero-width bounds.
     """
-    n = errors.size if axis is None else errors.shape[axis]
+    flat = errors.ravel() if axis is None else np.moveaxis(errors, axis, 0)
+    n = flat.shape[0]
     if n == 0:
-        zero = np.zeros(()) if axis is None else np.zeros(np.delete(errors.shape, axis))
+        zero = np.zeros(flat.shape[1:])
         return zero, zero
-    p = min(1.0, np.ceil((n + 1) * (1 - (1 - level / 100) / 2)) / n)
-    hi = np.quantile(errors, p, axis=axis, method="higher")
-    lo = np.quantile(errors, 1 - p, axis=axis, method="lower")
-    return np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+    rank = min(n, int(np.ceil((n + 1) * (1 - (1 - level / 100) / 2))))  # 1-based
+    ordered = np.sort(flat, axis=0)
+    return np.minimum(ordered[n - rank], 0.0), np.maximum(ordered[rank - 1], 0.0)
 
 
 def cross_validated_coverage(errors: np.ndarray, level: int) -> float | None:

@@ -155,36 +155,45 @@ def seasonality_significant(z: np.ndarray, period: int) -> tuple[bool, float]:
     significant : bool
     acf_at_period : float
     """
-    from statsmodels.tsa.stattools import acf
-
-    if len(z) < 3 * period or np.ptp(z) == 0:
+    r = _acf(z, period + 1)
+    if r is None:
         return False, 0.0
-    r = acf(z, nlags=period, fft=True)
     bound = ACF_CRITICAL * np.sqrt((1 + 2 * np.sum(r[1:period] ** 2)) / len(z))
     return bool(abs(r[period]) > bound), float(r[period])
 
 
-def detect_seasons(z: np.ndarray, index: pd.Index) -> tuple[int, ...]:
-    """Seasonal periods with significant autocorrelation among the candidates for this index.
+def _acf(z: np.ndarray, nlags: int) -> np.ndarray | None:
+    """Sample autocorrelations up to ``nlags``, or ``None`` for a flat or too short series."""
+    from statsmodels.tsa.stattools import acf
 
-    For a ``RangeIndex`` a period that is a multiple of an accepted shorter one
-    is kept only if its autocorrelation is higher (weekly beats daily), so
-    harmonics of one cycle are not mistaken for separate seasons.
+    if len(z) < 3 * (nlags - 1) or np.ptp(z) == 0:
+        return None
+    return acf(z, nlags=nlags, fft=True)
+
+
+def detect_seasons(z: np.ndarray, index: pd.Index) -> tuple[int, ...]:
+    """Seasonal periods with significant positive autocorrelation among the candidates for this index.
+
+    For a ``RangeIndex`` (no frequency to go by) a period must also be a local
+    maximum of the autocorrelation, so lags next to a cycle (52 for a 24-step
+    cycle) or half a cycle (12) are not mistaken for seasons.
     """
     if isinstance(index, pd.DatetimeIndex):
         freq = frequency(index) or ""
         candidates = SEASON_CANDIDATES.get(freq.lstrip("1"), ())
     else:
         candidates = RANGE_INDEX_CANDIDATES
-    kept: dict[int, float] = {}
+    kept = []
     for m in candidates:
-        significant, r = seasonality_significant(z, m)
-        if not significant:
+        significant, r_m = seasonality_significant(z, m)
+        if not significant or r_m <= 0:
             continue
-        harmonic_of = [k for k in kept if m % k == 0]
-        if isinstance(index, pd.DatetimeIndex) or all(r > kept[k] for k in harmonic_of):
-            kept[m] = r
-    return tuple(sorted(kept))
+        if not isinstance(index, pd.DatetimeIndex):
+            r = _acf(z, m + 1)
+            if r is None or r[m] < max(r[m - 1], r[m + 1]):
+                continue
+        kept.append(m)
+    return tuple(kept)
 
 
 def choose_log(values: np.ndarray) -> bool:
