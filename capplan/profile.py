@@ -188,6 +188,7 @@ def refresh_rollups(
     *,
     hours: Iterable[datetime] | None = None,
     full: bool = False,
+    transaction: bool = True,
 ) -> int:
     """Bring the rollup tables up to date with ``requests``; idempotent.
 
@@ -204,6 +205,10 @@ def refresh_rollups(
     full : bool
         Drop every rollup row and rebuild from all of ``requests``; gives the same tables as any
         sequence of incremental refreshes.
+    transaction : bool
+        Run in a transaction of its own. Pass ``False`` when the caller already holds one (an ingest
+        that refreshes before it commits): DuckDB has no nested transactions, and a refused
+        ``begin`` would abort the caller's.
 
     Returns
     -------
@@ -212,6 +217,8 @@ def refresh_rollups(
     """
     _require_requests(con)
     ensure_tables(con)
+    if not transaction:
+        return _refresh(con, hours=hours, full=full)
     con.begin()
     try:
         dirty = _refresh(con, hours=hours, full=full)

@@ -212,3 +212,12 @@ def test_empty_summary_has_every_key(con):
     assert summary["total_requests"] == 0 and summary["avg_qps"] is None
     assert set(summary["sli"]) >= {"valid_events", "good_events", "ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms"}
     assert set(summary["input_tokens"]) == {"mean", "p50", "p90", "p99"}
+
+
+def test_refresh_inside_the_callers_transaction(con):
+    con.begin()
+    _insert(con, GOLDEN)
+    assert profile.refresh_rollups(con, transaction=False) == 3
+    con.rollback()  # the caller's rollback undoes rows and rollups together
+    assert profile.refresh_rollups(con) == 0
+    assert profile.hourly_traffic(con).empty
