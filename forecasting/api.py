@@ -117,39 +117,42 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     levels = _check_args(horizon, levels, candidates, windows)
     values = prepare.check_series(y)
     values = values.loc[values.first_valid_index():]
-    raw = values.to_numpy()
-    notes: list[str] = []
-    log = prepare.choose_log(raw[np.isfinite(raw)])
-    rough = prepare.fill_gaps(raw, None)
-    seasons = (prepare.detect_seasons(np.log(rough) if log else rough, values.index)
-               if season_lengths is None else prepare.check_seasons(season_lengths))
-    short = [m for m in seasons if len(raw) < 2 * m]
-    if short:
-        notes.append(f"{len(raw)} observations are fewer than two seasons of {short}; those seasons are ignored")
-        warnings.warn(notes[-1], ShortHistoryWarning, stacklevel=2)
-        seasons = tuple(m for m in seasons if m not in short)
-    filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
-    z = np.log(filled) if log else filled
-    keep = max(max_train_seasons * max(seasons, default=1), 3 * horizon, 200)
-    z = z[-keep:]
-    replaced = 0
-    if clean_outliers:
-        z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
-    names = tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES))
-    result = _choose(z, horizon, seasons, names, windows, log)
+    z, log, seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon, season_lengths,
+                                          max_train_seasons, clean_outliers)
+    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows, log)
     result.frame = _frame(result, horizon, levels, values.index)
     result.info.update({
         "transform": "log" if log else "none",
         "season_lengths": list(seasons),
         "interval_method": INTERVAL_METHOD,
         "coverage": {f"{lv}": intervals.cross_validated_coverage(result.backtest_errors, lv) for lv in levels},
-        "gaps_filled": int(np.isnan(raw).sum()),
-        "outliers_replaced": int(replaced),
-        "train_length": len(z),
-        "warnings": notes,
+        **prep_info,
     })
     result.frame.attrs.update(result.info)
     return result
+
+
+def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Sequence[int] | None,
+             max_train_seasons: int, clean_outliers: bool) -> tuple[np.ndarray, bool, tuple[int, ...], dict]:
+    """Modelling-scale training values, whether they are logs, the seasons used, and what was done."""
+    notes: list[str] = []
+    log = prepare.choose_log(raw[np.isfinite(raw)])
+    rough = prepare.fill_gaps(raw, None)
+    seasons = (prepare.detect_seasons(np.log(rough) if log else rough, index)
+               if season_lengths is None else prepare.check_seasons(season_lengths))
+    short = [m for m in seasons if len(raw) < 2 * m]
+    if short:
+        notes.append(f"{len(raw)} observations are fewer than two seasons of {short}; those seasons are ignored")
+        warnings.warn(notes[-1], ShortHistoryWarning, stacklevel=4)
+        seasons = tuple(m for m in seasons if m not in short)
+    filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
+    z = (np.log(filled) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, 200):]
+    replaced = 0
+    if clean_outliers:
+        z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
+    info = {"gaps_filled": int(np.isnan(raw).sum()), "outliers_replaced": int(replaced),
+            "train_length": len(z), "warnings": notes}
+    return z, log, seasons, info
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int) -> tuple[int, ...]:
