@@ -160,6 +160,8 @@ _SUFFIX_UNITS = {"_ms": "ms", "_s": "s", "_usd": "USD", "_fraction": "fraction",
 def _unit(name: str, description: str) -> str:
     if m := re.search(r"\[([^\]]+)\]\s*$", description):
         return m.group(1)
+    if re.search(r"\bfraction\b", description):
+        return "fraction"
     return next((unit for suffix, unit in _SUFFIX_UNITS.items() if name.endswith(suffix)), "—")
 
 
@@ -207,8 +209,11 @@ class MeasuredInputs:
     burst_ratio: float
 
     def table(self) -> dict[str, tuple[Any, str]]:
-        """``name -> (value, unit)`` for the assumptions table."""
-        return {name: (getattr(self, name), unit) for name, unit in MEASURED_UNITS.items()}
+        """``name -> (value, unit)`` for the assumptions table, the data's span first."""
+        span = {"first request": (f"{self.first_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
+                "last request": (f"{self.last_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
+                "requests measured (2xx)": (self.requests, "requests")}
+        return span | {name: (getattr(self, name), unit) for name, unit in MEASURED_UNITS.items()}
 
 
 def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig) -> MeasuredInputs:
@@ -250,6 +255,9 @@ def fleet_for(peak_qps: float, cfg: CapplanConfig, measured: MeasuredInputs) -> 
         gpu=get_gpu(s.gpu, s.gpu_catalogue), model=get_model(s.model, s.model_catalogue),
         target_utilisation=s.target_utilisation, spares=s.spares, zones=s.zones, zones_lost=s.zones_lost,
         growth_safety_factor=s.growth_safety_factor, rollout_surge_fraction=s.rollout_surge_fraction,
+        warm_pool_gpus=s.warm_pool_gpus, tensor_parallel=s.tensor_parallel, kv_dtype=s.kv_dtype,
+        weights_dtype=s.weights_dtype, memory_reserve_fraction=s.memory_reserve_fraction,
+        kv_block_size_tokens=s.kv_block_size_tokens,
         kv_tokens_per_sequence=measured.kv_tokens_per_sequence, kv_tokens_quantile=cfg.report.kv_tokens_quantile,
         measured_inputs=("peak_qps", "latency_s", "output_tokens_per_request", "input_tokens_per_request",
                          "kv_tokens_per_sequence"))

@@ -51,6 +51,8 @@ def finance_table(budget: pd.DataFrame) -> pd.DataFrame:
 
 def _cell(value: Any) -> str:
     if isinstance(value, float):
+        if abs(value) < 1:
+            return f"{value:.4g}"  # fractions (SLO targets, p-values) keep their digits
         return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
     return str(value)
 
@@ -64,7 +66,7 @@ def _html_table(frame: pd.DataFrame) -> Markup:
             f'<td class="num">{escape(_cell(v))}</td>' if isinstance(v, (int, float)) else f"<td>{escape(_cell(v))}</td>"
             for v in values)
         rows.append(f"<tr>{cells}</tr>")
-    return Markup(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return Markup(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def md_escape(value: Any) -> str:

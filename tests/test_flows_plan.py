@@ -8,12 +8,17 @@ measured from the same database.
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 from prefect.artifacts import Artifact
+from typer.testing import CliRunner
 
 from capplan import plan
+from capplan.cli import app
 from capplan.config import CapplanConfig, load_config
 from capplan.db import connect
 from capplan.profile import hourly_traffic
@@ -41,7 +46,10 @@ def _stage_results(cfg, folder):
                           input_tokens_per_request=m.input_tokens_per_request, gpu=gpu, model=model,
                           target_utilisation=s.target_utilisation, spares=s.spares, zones=s.zones,
                           zones_lost=s.zones_lost, growth_safety_factor=s.growth_safety_factor,
-                          rollout_surge_fraction=s.rollout_surge_fraction,
+                          rollout_surge_fraction=s.rollout_surge_fraction, warm_pool_gpus=s.warm_pool_gpus,
+                          tensor_parallel=s.tensor_parallel, kv_dtype=s.kv_dtype, weights_dtype=s.weights_dtype,
+                          memory_reserve_fraction=s.memory_reserve_fraction,
+                          kv_block_size_tokens=s.kv_block_size_tokens,
                           kv_tokens_per_sequence=m.kv_tokens_per_sequence).total_gpus
 
     months = fc.index.to_period("M").astype(str)
@@ -110,12 +118,17 @@ def test_artifacts_are_published(planned_report):
     assert table is not None and table.type == "table"
 
 
-def test_rerun_adds_no_rows_and_rewrites_the_same_plan(planned_report):
+def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_report):
     folder, cfg = planned_report
     with connect(cfg.database.path, read_only=True) as con:
         before = con.execute("select (select count(*) from requests), (select count(*) from ingest_ledger)").fetchone()
     budget_before = pd.read_csv(folder / "budget.csv")
-    assert monthly_capacity_plan(cfg) == str(folder)
+    config_file = folder.parent.parent / "capplan.toml"
+    result = CliRunner().invoke(app, ["plan", "--config", str(config_file), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["report_dir"] == str(folder)
+    for stage in tasks.STAGES:  # one progress row per stage
+        assert re.search(rf"✓ {re.escape(stage)}\s+\d+\.\d s", result.stderr), stage
     with connect(cfg.database.path, read_only=True) as con:
         after = con.execute("select (select count(*) from requests), (select count(*) from ingest_ledger)").fetchone()
     assert after == before

@@ -84,7 +84,7 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
                 fail(str(exc))
             except Exception as exc:  # the flow re-raises the failing task's exception
                 fail(failures[0] if failures else f"{type(exc).__name__}: {exc}")
-    return folder, time.perf_counter() - start
+    return str(Path(folder).resolve()), time.perf_counter() - start
 
 
 def _next(stages: tuple[str, ...], done: str) -> str:
