@@ -7,7 +7,8 @@
 -- parameters: $file_id, $path, $now_utc (ingest time, UTC), $future_tolerance_s [s],
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
--- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model.
+-- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model,
+-- $replaced_file_id (the earlier version of this path being replaced, or null).
 with
 
 source as (
@@ -74,10 +75,10 @@ first_rows as (
 ),
 
 loaded_ids as (
-    -- ids already in `requests` from other files
+    -- ids already in `requests` from other files (not the version this file replaces)
     select distinct request_id as request_id_text
     from requests
-    where request_id is not null and file_id <> $file_id
+    where request_id is not null and file_id <> $file_id and file_id is distinct from $replaced_file_id
 ),
 
 checked as (
