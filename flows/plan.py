@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from prefect import flow
 
 from capplan.config import CapplanConfig
-from capplan.plan import plan_months
+from capplan.plan import ingest_notes, plan_months
 from flows.ingest import ingest_logs
-from flows.tasks import (build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
+from flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
                          measure_request_mix, notify_flow, profile_traffic, publish_artifacts, size_months,
                          write_report_files)
 from reports.assemble import ReportInputs
@@ -29,7 +29,10 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     ``month`` defaults to the month after the last complete month of data
     (:func:`capplan.plan.plan_months`). Returns the report folder.
     """
-    ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
+    ingested = ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
+    notes = ingest_notes(ingested)
+    for note in notes:
+        announce("ingest", note)
     hourly, daily = profile_traffic(config)
     measured = measure_request_mix(config, hourly)
     months = plan_months(measured.last_ts_utc, config.forecast.horizon_months, month)
@@ -40,7 +43,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     drift = find_drift(config)
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, measured=measured,
                           forecast=forecast, fleet=fleet, costs=costs, slos=slos, drift=drift,
-                          generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}")
+                          generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)
     publish_artifacts(report)

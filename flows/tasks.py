@@ -54,6 +54,12 @@ def notify(task_: Any, task_run: Any, state: Any) -> None:
         callback(task_.name, state.name, seconds, message)
 
 
+def announce(stage: str, message: str) -> None:
+    """Tell the listeners something a reader of the run should see (state ``Note``)."""
+    for callback in list(_listeners):
+        callback(stage, "Note", 0.0, message)
+
+
 def notify_flow(flow_: Any, flow_run: Any, state: Any) -> None:
     """Prefect flow hook: a sub-flow run (the ingest) reported as one stage, like :func:`notify`."""
     seconds = (state.timestamp - flow_run.start_time).total_seconds() if flow_run.start_time else 0.0

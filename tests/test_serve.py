@@ -10,6 +10,7 @@ process group, SIGKILL after a grace period: background processes ignore SIGINT)
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,7 +85,8 @@ def test_build_deployments_schedules_and_parameters(write_plan_config, tmp_path:
     assert [d.name for d in no_drop] == [PLAN_DEPLOYMENT]
 
 
-def test_serve_against_a_real_server_runs_the_monthly_plan(write_plan_config, plan_logs, tmp_path: Path):
+def test_serve_against_a_real_server_runs_the_monthly_plan(write_plan_config, planned_report, plan_logs,
+                                                           tmp_path: Path):
     port = _free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect-home"), "PREFECT_API_URL": api,
@@ -92,6 +94,9 @@ def test_serve_against_a_real_server_runs_the_monthly_plan(write_plan_config, pl
     env.pop("PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED", None)
     config = write_plan_config(tmp_path, plan_logs, forecast={"horizon_months": 1},
                                schedule={"drop_folder": "drop"})
+    # Start from the end-to-end plan's database: same files, so the run's ingest finds nothing new
+    # and the profile nothing to refresh; the rest of the plan runs in full.
+    shutil.copy(planned_report[1].database.path, tmp_path / "plan.duckdb")
     logs = [tmp_path / "server.log", tmp_path / "serve.log"]
     server = _start([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, logs[0])
     serve = None

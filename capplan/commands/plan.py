@@ -27,7 +27,8 @@ def prefect_environment(verbose: bool) -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     if not verbose:
-        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
+        # Prefect logs a failing task at ERROR with its traceback; the command prints the cause in one line.
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +59,7 @@ def register(app: typer.Typer) -> None:
 
 def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
     """Run the flow with one rich progress row per stage; a failed stage exits with its cause."""
+    from rich.markup import escape
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from capplan.db import DatabaseLockedError
@@ -74,8 +76,10 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
             if state == "Completed":
                 progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
                 progress.update(bar, advance=1, description=_next(STAGES, stage))
+            elif state == "Note":
+                progress.console.print(f"  [yellow]![/] {escape(message)}", highlight=False)
             elif state in ("Failed", "Crashed"):
-                failures.append(f"stage {stage} failed: {message}")
+                failures.append(stage)
 
         with stage_listener(on_stage):
             try:
@@ -83,7 +87,8 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
             except DatabaseLockedError as exc:
                 fail(str(exc))
             except Exception as exc:  # the flow re-raises the failing task's exception
-                fail(failures[0] if failures else f"{type(exc).__name__}: {exc}")
+                where = f"stage {failures[0]} failed: " if failures else ""
+                fail(f"{where}{type(exc).__name__}: {exc}")
     return str(Path(folder).resolve()), time.perf_counter() - start
 
 
