@@ -114,7 +114,7 @@ class FileResult:
 class _Fingerprint:
     size_bytes: int
     sha256: str
-    max_records: int | None  # an upper bound on the data records, when cheap to know
+    max_records: int | None  # an upper bound on the records (header included), when cheap to know
 
 
 @dataclass
@@ -194,12 +194,11 @@ def detect_format(path: Path) -> tuple[str, str | None]:
 
 
 def fingerprint(path: Path, kind: str, compression: str | None) -> _Fingerprint:
-    """Size, SHA-256 and (for text files, uncompressed or gzip) the number of lines, in one streamed read."""
+    """Size, SHA-256 and (text files, plain or gzip) a bound on the lines, in one streamed read."""
     digest = hashlib.sha256()
     size = 0
-    lines = 0
-    last = b"\n"
-    inflate = zlib.decompressobj(wbits=47) if compression == "gzip" else None  # 47: gzip or zlib header
+    newlines = [0, 0]  # b"\n", b"\r": whichever convention the file uses, lines <= max + 1
+    gz = _GzipStream(path) if compression == "gzip" else None
     count = kind != "parquet" and compression != "zstd"
     with open(path, "rb") as f:
         head = f.read(4)
@@ -212,26 +211,39 @@ def fingerprint(path: Path, kind: str, compression: str | None) -> _Fingerprint:
             size += len(chunk)
             digest.update(chunk)
             if count:
-                text = _inflate(inflate, chunk, path) if inflate else chunk
-                lines += text.count(b"\n")
-                last = text[-1:] or last
+                text = gz.inflate(chunk) if gz else chunk
+                newlines[0] += text.count(b"\n")
+                newlines[1] += text.count(b"\r")
     if size == 0:
         raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
-    if inflate is not None and not inflate.eof:
-        raise IngestError(f"{path}: truncated gzip data (the stream ends early); expected a complete gzip file")
-    max_records = None
-    if count:
-        max_records = lines + (last != b"\n")
-    elif kind == "parquet":
-        max_records = None  # exact count comes from the Parquet footer, read by DuckDB
-    return _Fingerprint(size, digest.hexdigest(), max_records)
+    if gz is not None:
+        gz.check_complete()
+    return _Fingerprint(size, digest.hexdigest(), max(newlines) + 1 if count else None)
 
 
-def _inflate(inflate: zlib._Decompress, chunk: bytes, path: Path) -> bytes:
-    try:
-        return inflate.decompress(chunk)
-    except zlib.error as exc:
-        raise IngestError(f"{path}: corrupt gzip data ({exc}); expected a complete gzip file") from None
+class _GzipStream:
+    """Inflate gzip data chunk by chunk, across concatenated members."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.state = zlib.decompressobj(wbits=31)  # 31: gzip header
+
+    def inflate(self, chunk: bytes) -> bytes:
+        out = []
+        while chunk:
+            try:
+                out.append(self.state.decompress(chunk))
+            except zlib.error as exc:
+                raise IngestError(f"{self.path}: corrupt gzip data ({exc}); expected a complete gzip file") from None
+            chunk = self.state.unused_data if self.state.eof else b""
+            if chunk:  # another gzip member follows
+                self.state = zlib.decompressobj(wbits=31)
+        return b"".join(out)
+
+    def check_complete(self) -> None:
+        if not self.state.eof:
+            raise IngestError(f"{self.path}: truncated gzip data (the stream ends early); "
+                              "expected a complete gzip file")
 
 
 def _json_pointer(key: str) -> str:

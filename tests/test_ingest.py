@@ -266,3 +266,12 @@ def test_messy_rows_always_reconcile(tmp_path_factory, rows):
     assert all(1 <= n <= records for n in numbers)
     loaded = con.execute("select * exclude (file_id) from requests").df()
     RequestRow.validate(loaded)  # whatever got in honours the contract
+
+
+def test_concatenated_gzip_members_and_crlf_line_endings(tmp_path):
+    path = tmp_path / "appended.csv.gz"
+    path.write_bytes(gzip.compress(b"ts_utc,input_tokens,output_tokens\r\n2026-10-01T00:00:00Z,1,2\r\n")
+                     + gzip.compress(b"2026-10-01T00:00:01Z,3,4\r\n"))
+    result, con = _load(path)
+    assert (result.rows_read, result.rows_loaded) == (2, 2)
+    assert con.execute("select sum(output_tokens) from requests").fetchall() == [(6,)]
