@@ -31,7 +31,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pandera.pandas as pa
+import numpy as np
 import pyarrow as pa_arrow
+import pyarrow.compute as pc
 from pandera.typing import DataFrame, Series
 
 import sql
@@ -265,8 +267,69 @@ def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, da
         con.execute("insert into fct_traffic_hourly " + sql.load("int_profile_traffic"), params)
         con.execute("insert into fct_histogram_hourly " + sql.load("int_profile_histogram"),
                     params | {"inv_ln_gamma": inv_ln_gamma})
-        con.execute("insert into fct_concurrency_hourly " + sql.load("int_profile_concurrency"),
-                    params | {"lookback_us": math.ceil(lookback_ms * 1000)})
+        spans = con.sql(sql.load("int_profile_inflight_spans"),
+                        params=params | {"lookback_us": math.ceil(lookback_ms * 1000)}).to_arrow_table()
+        con.register("profile_concurrency", _concurrency_frame(spans, start_utc, end_utc))
+        try:
+            con.execute("insert into fct_concurrency_hourly select * from profile_concurrency")
+        finally:
+            con.unregister("profile_concurrency")
+
+
+_US_PER_HOUR = 3_600_000_000
+
+
+def peak_in_flight_per_hour(
+    start_us: np.ndarray, end_us: np.ndarray, first_hour_epoch: int, end_hour_epoch: int
+) -> np.ndarray:
+    """Peak number of requests in flight in each hour, by a sweep over spans ``[start_us, end_us)``.
+
+    Parameters
+    ----------
+    start_us, end_us : numpy.ndarray of int64
+        Arrival and completion times (arrival + latency) of each request. [µs since the epoch]
+    first_hour_epoch, end_hour_epoch : int
+        The hours ``[first, end)`` to report. [hours since the epoch]
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Peak in flight per hour. [requests]
+
+    Notes
+    -----
+    In flight at *t* = arrivals ≤ *t* − completions ≤ *t*: spans are half-open, so a request that
+    completes at *t* does not overlap one arriving at *t*. The count only rises at an arrival, so an
+    hour's peak is the larger of the count carried in at its start and the count just after each of
+    its arrivals. Sorting arrivals and completions separately and counting with binary search costs
+    O(n log n) without a global event sort.
+    """
+    starts, ends = np.sort(start_us), np.sort(end_us)
+    edges = np.arange(first_hour_epoch, end_hour_epoch + 1, dtype=np.int64) * _US_PER_HOUR
+    carried = np.searchsorted(starts, edges[:-1], "left") - np.searchsorted(ends, edges[:-1], "right")
+    after_arrival = np.arange(1, len(starts) + 1) - np.searchsorted(ends, starts, "right")
+    first, stop = np.searchsorted(starts, edges[:-1], "left"), np.searchsorted(starts, edges[1:], "left")
+    busy = first < stop
+    peaks = carried.astype(np.int64)
+    if busy.any():
+        # reduceat over [first of this busy hour, first of the next busy hour) = this hour's arrivals
+        peaks[busy] = np.maximum(peaks[busy], np.maximum.reduceat(after_arrival, first[busy])[: busy.sum()])
+    return peaks
+
+
+def _concurrency_frame(spans: pa_arrow.Table, start_utc: datetime, end_utc: datetime) -> pd.DataFrame:
+    """fct_concurrency_hourly rows (hours with something in flight) per model and ``__all__``."""
+    first = int((start_utc - datetime(1970, 1, 1)) // _HOUR)
+    end = -int(-(end_utc - datetime(1970, 1, 1)) // _HOUR)  # ceil
+    hours = pd.to_datetime(np.arange(first, end, dtype=np.int64) * _US_PER_HOUR, unit="us")
+    frames = []
+    models = [(ALL_MODELS, spans)] + [(m, spans.filter(pc.equal(spans["model"], m)))
+                                      for m in pc.unique(spans["model"]).to_pylist()]
+    for name, part in models:
+        peaks = peak_in_flight_per_hour(part["start_us"].to_numpy(), part["end_us"].to_numpy(), first, end)
+        keep = peaks > 0
+        frames.append(pd.DataFrame({"hour_utc": hours[keep], "model": name, "concurrency_peak": peaks[keep]}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def _fresh(con: duckdb.DuckDBPyConnection) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sql
 from capplan import profile
@@ -221,3 +224,18 @@ def test_refresh_inside_the_callers_transaction(con):
     con.rollback()  # the caller's rollback undoes rows and rollups together
     assert profile.refresh_rollups(con) == 0
     assert profile.hourly_traffic(con).empty
+
+
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(0, 3 * 3600), st.integers(0, 5000)), max_size=40))
+def test_peak_in_flight_matches_brute_force(spans):
+    """Against counting, at every instant that matters, the spans that cover it (times in seconds)."""
+    us = 1_000_000
+    start = np.array([s for s, _ in spans], dtype=np.int64) * us
+    end = start + np.array([d for _, d in spans], dtype=np.int64) * us
+    got = profile.peak_in_flight_per_hour(start, end, 0, 3)
+    for hour in range(3):
+        lo, hi = hour * 3600 * us, (hour + 1) * 3600 * us
+        instants = [lo] + [t for t in start if lo <= t < hi]
+        want = max(int(np.sum((start <= t) & (end > t))) for t in instants)
+        assert got[hour] == want
