@@ -404,7 +404,7 @@ def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict) -> int:
 
 def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, cfg: IngestConfig, *,
               now_utc: datetime | None = None, on_changed: Literal["refuse", "replace"] | None = None,
-              ) -> FileResult:
+              on_rows: Callable[[int], None] | None = None) -> FileResult:
     """Ingest one file in one transaction; whole-file problems raise :class:`IngestError`.
 
     Parameters
@@ -415,6 +415,7 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     cfg : context limit, future tolerance, contract check.
     now_utc : ingest time, UTC; rows later than this plus ``cfg.future_tolerance_s`` are quarantined.
     on_changed : a path already loaded with other content: ``refuse`` (raise) or ``replace`` its rows.
+    on_rows : called with the number of rows of each staged batch, for progress displays.
     """
     path = Path(path).resolve()
     now_utc = now_utc or datetime.now(UTC)
@@ -435,7 +436,7 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     con.begin()
     try:
         result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
-                                      None if old is None else old[0])
+                                      None if old is None else old[0], on_rows)
         con.commit()
     except BaseException:
         con.rollback()
@@ -445,7 +446,7 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
 
 def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dict[str, str],
                          source: SourceConfig, cfg: IngestConfig, fp: _Fingerprint, now_utc: datetime,
-                         replaces: int | None) -> FileResult:
+                         replaces: int | None, on_rows: Callable[[int], None] | None) -> FileResult:
     """Replace the old version (if any), stage the file, write the ledger row; the caller commits."""
     # the file is read through a second connection and streamed in batches into this one's
     # transaction: one read of the file, memory bounded by the batch size
@@ -459,7 +460,7 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         raw = (_open_csv(reader, path, mapping, list(PRESETS[source.preset].values())) if kind == "csv" else
                _open_parquet(reader, path, mapping) if kind == "parquet" else _open_jsonl(reader, path, mapping))
         params = {**_stage_params(source, cfg, file_id, path, now_utc), "replaced_file_id": replaces}
-        loaded, quarantined = _stage_rows(con, reader, path, kind, raw, fp, params)
+        loaded, quarantined = _stage_rows(con, reader, path, kind, raw, fp, params, on_rows)
         _check_contract(con, file_id, cfg, path)
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0]
@@ -476,7 +477,8 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
 
 
 def _stage_rows(con: duckdb.DuckDBPyConnection, reader: duckdb.DuckDBPyConnection, path: Path, kind: str,
-                raw: _Raw, fp: _Fingerprint, params: dict) -> tuple[int, int]:
+                raw: _Raw, fp: _Fingerprint, params: dict,
+                on_rows: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined)."""
     file_id = params["file_id"]
     reader.execute(sql.load("stg_ingest_duplicate_ids"))
@@ -487,6 +489,8 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, reader: duckdb.DuckDBPyConnectio
         con.register("ingest_batch", batch)
         con.execute(f"insert into requests {good}")
         con.execute(f"insert into quarantine {bad}")
+        if on_rows is not None:
+            on_rows(batch.num_rows)
     con.unregister("ingest_batch")
     if kind != "parquet":
         raw.rejects = _last_rejects(reader, path, raw.header_lines)
@@ -511,7 +515,8 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, reader: duckdb.DuckDBPyConnectio
 def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path], source: SourceConfig,
                  cfg: IngestConfig, *, now_utc: datetime | None = None,
                  on_changed: Literal["refuse", "replace"] | None = None,
-                 on_file: Callable[[FileResult], None] | None = None) -> list[FileResult]:
+                 on_file: Callable[[FileResult], None] | None = None,
+                 on_rows: Callable[[int], None] | None = None) -> list[FileResult]:
     """Ingest every file matching ``patterns``; one file's failure does not stop the others.
 
     Returns one :class:`FileResult` per file (status ``error`` or ``refused`` carries the
@@ -521,7 +526,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path],
     results = [FileResult(p, source.name, "error", message=f"{p}: no such file") for p in missing]
     for path in files:
         try:
-            result = load_file(con, path, source, cfg, now_utc=now_utc, on_changed=on_changed)
+            result = load_file(con, path, source, cfg, now_utc=now_utc, on_changed=on_changed, on_rows=on_rows)
         except IngestError as exc:
             status: Status = "refused" if "refusing" in str(exc) else "error"
             result = FileResult(str(path), source.name, status, message=str(exc))

@@ -104,12 +104,15 @@ def ingest(
         bar = progress.add_task("files", total=None, rows=0)
 
         def advance(result) -> None:
-            progress.update(bar, advance=1, rows=progress.tasks[0].fields["rows"] + result.rows_read,
-                            description=Path(result.path).name)
+            progress.update(bar, advance=1, description=Path(result.path).name)
+
+        def add_rows(n: int) -> None:
+            progress.update(bar, rows=progress.tasks[0].fields["rows"] + n)
 
         try:
             for src, patterns in jobs:
-                results += ingest_paths(con, patterns, src, cfg.ingest, on_changed=on_changed, on_file=advance)
+                results += ingest_paths(con, patterns, src, cfg.ingest, on_changed=on_changed, on_file=advance,
+                                        on_rows=add_rows)
         finally:
             con.close()
     partitioned = run_partitioned(cfg, as_json, db)
