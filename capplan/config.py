@@ -191,8 +191,10 @@ class ClusterConfig(_Section):
     n_workers: int = Field(2, ge=1, description="LocalCluster worker processes. [count]")
     threads_per_worker: int = Field(1, ge=1, description="LocalCluster threads per worker (partitions at once "
                                                          "per worker). [count]")
-    processes: bool = Field(True, description="LocalCluster workers are processes (true) or threads of this "
-                                              "process (false).")
+    processes: bool = Field(
+        False, description="LocalCluster workers are threads of this process (false: DuckDB runs outside the GIL, "
+                           "and tasks reach Prefect's temporary server) or processes (true: needs PREFECT_API_URL "
+                           "of a running Prefect server, or each worker starts its own).")
     duckdb_threads_per_partition: int | None = Field(
         None, ge=1, description="DuckDB threads a partition's roll-up may use; None = this machine's cores "
                                 "shared over the partitions rolled up at once (all of a remote worker's). [count]")
