@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             fail(str(exc), code=2)
         if cfg.schedule.drop_folder is None:
-            console.print("note: [schedule].drop_folder is not set, so there is no daily ingest deployment")
+            console.print("note: \\[schedule].drop_folder is not set, so there is no daily ingest deployment")
+        else:
+            cfg.schedule.drop_folder.mkdir(parents=True, exist_ok=True)  # so the first file can be dropped in
         console.print(f"serving {', '.join(names)} (plan cron {cfg.schedule.plan_cron!r}, "
                       f"{cfg.schedule.timezone}); stop with Ctrl-C or SIGTERM", highlight=False)
         serve_deployments(cfg, limit=limit)
