@@ -5,7 +5,8 @@ per day, holding the last day back. Then, in one process and on the same table, 
 
 - ``bare``: ``select date_trunc('hour', ts_utc), count(*) from requests group by 1`` (the baseline);
 - ``bare_sums``: the same with per-model counts and the four sums (what an hourly rollup must read);
-- ``rollup_traffic`` / ``rollup_histogram`` / ``rollup_concurrency``: each rollup query alone;
+- ``rollup_traffic`` / ``rollup_histogram``: each rollup query alone; ``rollup_concurrency``: the
+  in-flight spans query plus the numpy sweep;
 - ``refresh_full``: :func:`capplan.profile.refresh_rollups` with ``full=True`` (all three rollups);
 - ``refresh_one_day``: after inserting the held-back day, the incremental refresh;
 - ``hourly_traffic``, ``token_distribution_day``, ``profile_summary``: readers over the rollups.
@@ -27,7 +28,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -60,7 +61,7 @@ def _load(db: Path, spec: SampleSpec) -> int:
     con.execute(sql.load("ddl_requests"))
     con.execute("create table if not exists bench_meta (spec varchar)")
     key = repr(spec)
-    if con.execute("select count(*) from bench_meta where spec = ?", [key]).fetchone()[0] == 0:
+    if con.execute("select count(*) from bench_meta where spec = ?", [key]).fetchall()[0][0] == 0:
         con.execute("delete from requests")
         con.execute("create or replace table held_back as select * from requests limit 0")
         for i, chunk in enumerate(iter_days(spec), start=1):
@@ -74,7 +75,7 @@ def _load(db: Path, spec: SampleSpec) -> int:
     for table in (*profile.ROLLUP_TABLES, "profile_file_hours"):
         con.execute(f"drop table if exists {table}")  # noqa: S608
     con.execute("delete from requests where file_id = ?", [spec.days])
-    rows = con.execute("select count(*) from requests").fetchone()[0]
+    rows = con.execute("select count(*) from requests").fetchall()[0][0]
     con.close()
     return rows
 
@@ -91,11 +92,17 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     out["bare_sums"] = _median_s(lambda: con.execute(BARE_SUMS).fetchall(), r)
     profile._use_source(con, "requests")
     everything = {"start_utc": datetime(1, 1, 1), "end_utc": datetime(9999, 1, 1)}
-    lookback_us = math.ceil(con.execute("select max(latency_ms) from requests").fetchone()[0] * 1000)
-    for name, extra in (("traffic", {}), ("histogram", {"inv_ln_gamma": 1 / math.log(profile.HISTOGRAM_GAMMA)}),
-                        ("concurrency", {"lookback_us": lookback_us})):
+    lookback_us = math.ceil(con.execute("select max(latency_ms) from requests").fetchall()[0][0] * 1000)
+    for name, extra in (("traffic", {}), ("histogram", {"inv_ln_gamma": 1 / math.log(profile.HISTOGRAM_GAMMA)})):
         query = sql.load(f"int_profile_{name}")
         out[f"rollup_{name}"] = _median_s(lambda q=query, e=extra: con.execute(q, everything | e).fetchall(), r)
+    first, last = con.execute("select date_trunc('hour', min(ts_utc)), date_trunc('hour', max(ts_utc)) from requests").fetchall()[0]
+
+    def concurrency() -> None:
+        spans = con.sql(sql.load("int_profile_inflight_spans"), params=everything | {"lookback_us": lookback_us})
+        profile._concurrency_frame(spans.to_arrow_table(), first, last + timedelta(hours=1))
+
+    out["rollup_concurrency"] = _median_s(concurrency, r)
     out["refresh_full"] = _median_s(lambda: profile.refresh_rollups(con, full=True), r)
     out["hourly_traffic"] = _median_s(lambda: profile.hourly_traffic(con), r)
     out["token_distribution_day"] = _median_s(lambda: profile.token_distribution(con, "day"), r)

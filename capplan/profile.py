@@ -176,7 +176,7 @@ def _hour_runs(hours: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
 
 def _require_requests(con: duckdb.DuckDBPyConnection) -> None:
     found = con.execute(
-        "select count(*) from duckdb_tables() where table_name = 'requests' and not temporary").fetchone()[0]
+        "select count(*) from duckdb_tables() where table_name = 'requests' and not temporary").fetchall()[0][0]
     if not found:
         raise ProfileError("the database has no 'requests' table: run `capplan ingest` first")
 
@@ -258,7 +258,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None
 def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, datetime]]) -> None:
     """Replace the rollup rows of each run of hours by a fresh roll-up of ``requests``."""
     _use_source(con, "requests")
-    lookback_ms = con.execute("select coalesce(max(latency_ms), 0) from requests").fetchone()[0]
+    lookback_ms = con.execute("select coalesce(max(latency_ms), 0) from requests").fetchall()[0][0]
     inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
     for start_utc, end_utc in runs:
         params = _rollup_params(start_utc, end_utc)
@@ -340,7 +340,7 @@ def _fresh(con: duckdb.DuckDBPyConnection) -> None:
         if "read-only" not in str(exc).lower():
             raise
         present = con.execute(
-            "select count(*) from duckdb_tables() where table_name = 'fct_traffic_hourly'").fetchone()[0]
+            "select count(*) from duckdb_tables() where table_name = 'fct_traffic_hourly'").fetchall()[0][0]
         if not present:
             raise ProfileError("the database was opened read-only and has never been profiled: "
                                "open it writable once (e.g. `capplan profile`)") from None
