@@ -46,6 +46,6 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)
-    publish_artifacts(report)
+    publish_artifacts(report, folder)
     print(f"capacity plan {report.month} written to {folder}")
     return str(folder)

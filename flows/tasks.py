@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +143,10 @@ def write_report_files(report: PlanReport, cfg: CapplanConfig) -> Path:
 
 
 @_stage("artifacts", retries=2)
-def publish_artifacts(report: PlanReport) -> None:
-    """Publish the Markdown summary and the budget table as Prefect artifacts."""
+def publish_artifacts(report: PlanReport, folder: Path) -> None:
+    """Publish the Markdown report (charts left in the folder) and the budget table as Prefect artifacts."""
     key = f"capacity-plan-{report.month}"
-    create_markdown_artifact(render_markdown(report), key=key, description=f"Capacity plan {report.month}")
+    text = render_markdown(replace(report, charts=[])) + f"\nCharts and files: `{folder}/report.html`\n"
+    create_markdown_artifact(text, key=key, description=f"Capacity plan {report.month}")
     create_table_artifact(finance_table(report.budget).to_dict(orient="records"), key=f"{key}-budget",
                           description=f"Budget {report.month} (USD, GPU-hours)")

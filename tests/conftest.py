@@ -28,8 +28,9 @@ def prefect_harness():
         yield
 
 
-#: The generated logs of the end-to-end plan: four weeks of three models, deterministic.
-PLAN_SAMPLE = {"start": _dt.date(2026, 10, 4), "days": 28, "requests_per_day": 2500, "seed": 8}
+#: The generated logs of the end-to-end plan: five weeks (the drift baseline and window) of three models,
+#: deterministic.
+PLAN_SAMPLE = {"start": _dt.date(2026, 9, 27), "days": 35, "requests_per_day": 2500, "seed": 8}
 
 
 def _write_plan_config(root: Path, sources: list[str], **sections: dict) -> Path:

@@ -115,6 +115,7 @@ def test_artifacts_are_published(planned_report):
     summary = Artifact.get(f"capacity-plan-{folder.name}")
     table = Artifact.get(f"capacity-plan-{folder.name}-budget")
     assert summary is not None and summary.type == "markdown" and "## Headline" in summary.data
+    assert "charts/" not in summary.data and str(folder / "report.html") in summary.data  # no broken images
     assert table is not None and table.type == "table"
 
 
