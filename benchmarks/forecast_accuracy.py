@@ -22,6 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
@@ -30,7 +31,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from forecasting import MODELS, fit  # noqa: E402
+from forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
 from forecasting.metrics import mase, mase_scale, smape  # noqa: E402
 from forecasting.prepare import seasonality_significant  # noqa: E402
 
@@ -59,16 +60,15 @@ def evaluate(args: tuple[str, np.ndarray, np.ndarray]) -> dict:
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     fc = result.frame
     forecasts = {"auto": fc["mean"].to_numpy(), "Naive2": naive2(train, HORIZON_STEPS)}
-    for name in result.info["backtest"]["scores"]:
-        if name in MODELS:
-            forecasts[name] = result.to_y(MODELS[name](result.z, HORIZON_STEPS, result.seasons))
+    for name in DEFAULT_CANDIDATES:
+        forecasts[name] = result.to_y(MODELS[name](result.z, HORIZON_STEPS, result.seasons))
     scale = mase_scale(train, 24)
     row = {"id": sid, "seconds": seconds, "cpu_seconds": cpu_seconds, "model": result.info["model"],
            "cover_80": float(np.mean((test >= fc["lo_80"]) & (test <= fc["hi_80"]))),
            "cover_95": float(np.mean((test >= fc["lo_95"]) & (test <= fc["hi_95"])))}
     for name, f in forecasts.items():
-        row[("smape", name)] = smape(test, f)
-        row[("mase", name)] = mase(test, f, scale)
+        row[f"smape|{name}"] = smape(test, f)
+        row[f"mase|{name}"] = mase(test, f, scale)
     return row
 
 
@@ -82,10 +82,10 @@ def load(data_dir: Path, limit: int | None) -> list[tuple[str, np.ndarray, np.nd
 
 def accuracy_table(rows: list[dict]) -> pd.DataFrame:
     """sMAPE, MASE and OWA per method, averaged over series as in M4."""
-    methods = sorted({k[1] for r in rows for k in r if isinstance(k, tuple)})
+    methods = sorted({k.split("|")[1] for r in rows for k in r if "|" in k})
     table = pd.DataFrame({
-        "sMAPE": {m: np.mean([r[("smape", m)] for r in rows]) for m in methods},
-        "MASE": {m: np.mean([r[("mase", m)] for r in rows]) for m in methods},
+        "sMAPE": {m: np.mean([r[f"smape|{m}"] for r in rows]) for m in methods},
+        "MASE": {m: np.mean([r[f"mase|{m}"] for r in rows]) for m in methods},
     })
     table["OWA"] = 0.5 * (table["sMAPE"] / table.loc["Naive2", "sMAPE"] + table["MASE"] / table.loc["Naive2", "MASE"])
     return table.sort_values("OWA")
@@ -118,16 +118,23 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--limit", type=int, default=None, help="only the first N series")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rows", type=Path, default=None,
+                        help="also append each series' scores to this JSON-lines file as they finish")
     args = parser.parse_args()
     series = load(args.data, args.limit)
     started = time.perf_counter()
+    rows = []
     with ProcessPoolExecutor(args.workers) as pool:
-        rows = list(pool.map(evaluate, series, chunksize=1))
+        for row in pool.map(evaluate, series, chunksize=1):
+            rows.append(row)
+            if args.rows:
+                with args.rows.open("a") as out:
+                    out.write(json.dumps(row) + "\n")
     wall = time.perf_counter() - started
     table = accuracy_table(rows)
     print(f"M4 Hourly dev: {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, {args.workers} workers")
     print(table.to_string(float_format=lambda v: f"{v:.3f}"))
-    blow = np.mean([r[("mase", "auto")] > 3 * r[("mase", "seasonal_naive")] for r in rows])
+    blow = np.mean([r["mase|auto"] > 3 * r["mase|seasonal_naive"] for r in rows])
     print(f"\nauto: interval coverage on the test part: 80% -> {np.mean([r['cover_80'] for r in rows]):.3f}, "
           f"95% -> {np.mean([r['cover_95'] for r in rows]):.3f}")
     print(f"auto: series with MASE > 3x seasonal naive's: {blow:.1%}")
