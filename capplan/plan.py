@@ -23,6 +23,8 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pandera.pandas as pa
+from pandera.typing import Series
 
 import sql
 from capplan.config import CapplanConfig, DriftConfig
@@ -263,6 +265,27 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
 LEVELS = {"P10": "lo_80", "P50": "mean", "P90": "hi_80"}
 
 
+class MonthlyFleet(pa.DataFrameModel):
+    """The size stage's output per month: design peak load and fleet at P10/P50/P90, and what binds."""
+
+    month: Series[str] = pa.Field(str_matches=r"^\d{4}-(0[1-9]|1[0-2])$", unique=True)
+    qps_p10: Series[float] = pa.Field(ge=0)
+    qps_p50: Series[float] = pa.Field(ge=0)
+    qps_p90: Series[float] = pa.Field(ge=0)
+    hours: Series[int] = pa.Field(ge=1)
+    gpus_p10: Series[int] = pa.Field(ge=0)
+    gpus_p50: Series[int] = pa.Field(ge=0)
+    gpus_p90: Series[int] = pa.Field(ge=0)
+    gpus_throughput: Series[float] = pa.Field(ge=0)
+    gpus_memory: Series[float] = pa.Field(ge=0)
+    binding: Series[str] = pa.Field(isin=["throughput", "memory"])
+
+    @pa.dataframe_check(error="levels must be ordered: qps and GPUs at P10 <= P50 <= P90")
+    def ordered_levels(cls, df: pd.DataFrame) -> Series[bool]:
+        return ((df["qps_p10"] <= df["qps_p50"]) & (df["qps_p50"] <= df["qps_p90"])
+                & (df["gpus_p10"] <= df["gpus_p50"]) & (df["gpus_p50"] <= df["gpus_p90"]))
+
+
 def fleet_for(peak_qps: float, cfg: CapplanConfig, measured: MeasuredInputs) -> FleetSizing:
     """The stage's :func:`sizing.fleet.size_fleet` for one peak load, with the config's and the logs' inputs."""
     s = cfg.sizing
@@ -279,6 +302,13 @@ def fleet_for(peak_qps: float, cfg: CapplanConfig, measured: MeasuredInputs) -> 
         kv_tokens_per_sequence=measured.kv_tokens_per_sequence, kv_tokens_quantile=cfg.report.kv_tokens_quantile,
         measured_inputs=("peak_qps", "latency_s", "output_tokens_per_request", "input_tokens_per_request",
                          "kv_tokens_per_sequence"))
+
+
+def fleet_by_month(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
+                   measured: MeasuredInputs) -> pd.DataFrame:
+    """:func:`monthly_peak_qps` joined with :func:`size_by_month`, validated as :class:`MonthlyFleet`."""
+    demand = monthly_peak_qps(forecast, months, measured.burst_ratio)
+    return MonthlyFleet.validate(demand.merge(size_by_month(demand, cfg, measured), on="month"))
 
 
 def size_by_month(demand: pd.DataFrame, cfg: CapplanConfig, measured: MeasuredInputs) -> pd.DataFrame:

@@ -98,8 +98,7 @@ def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig) ->
 def size_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
                 measured: plan.MeasuredInputs) -> pd.DataFrame:
     """Size the fleet for each month's P10/P50/P90 peak."""
-    demand = plan.monthly_peak_qps(forecast, months, measured.burst_ratio)
-    return demand.merge(plan.size_by_month(demand, cfg, measured), on="month")
+    return plan.fleet_by_month(forecast, months, cfg, measured)
 
 
 @_stage("cost")

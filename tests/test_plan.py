@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pandera.pandas as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -169,6 +170,14 @@ def test_size_by_month_is_the_sizing_stage_at_each_level():
         assert out[f"gpus_{level}"] == direct.total_gpus
     assert out["gpus_p10"] <= out["gpus_p50"] <= out["gpus_p90"]
     assert out["binding"] in ("throughput", "memory")
+
+
+def test_fleet_by_month_is_validated():
+    fc = _flat_forecast("2026-12-01", 24, 10.0)
+    out = plan.fleet_by_month(fc, ["2026-12"], CapplanConfig(), MEASURED)
+    assert out.loc[0, "qps_p50"] == pytest.approx(15.0) and out.loc[0, "hours"] == 24
+    with pytest.raises(pa.errors.SchemaError, match="ordered"):
+        plan.MonthlyFleet.validate(out.assign(gpus_p10=out["gpus_p90"] + 1))
 
 
 def test_hourly_need_and_cost_match_the_stage_functions():
