@@ -22,6 +22,14 @@ def test_bad_arguments_fail_fast_with_one_line(args, message):
     assert len(result.output.strip().splitlines()) == 1
 
 
+def test_serve_with_a_bad_time_zone_fails_in_one_line(tmp_path: Path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[schedule]\ntimezone = "Mars/Olympus"\n')
+    result = CliRunner().invoke(app, ["serve", "--config", str(cfg)])
+    assert result.exit_code == 2 and "Invalid timezone" in result.output and "Mars/Olympus" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_bad_config_value_names_the_key(tmp_path: Path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[report]\nmeasured_window_days = 0\n")
