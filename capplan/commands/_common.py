@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from capplan.config import CapplanConfig, ConfigError, load_config
 
@@ -22,7 +23,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error (no stack trace) and exit non-zero."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -104,5 +105,5 @@ def run_partitioned(cfg: CapplanConfig, as_json: bool = False, db: Path | None =
                       f"on {cfg.cluster.task_runner}: {summary.rows_read:,} rows read, {summary.rows_rolled_up:,} "
                       f"rolled up, {summary.rows_quarantined:,} quarantined", highlight=False, soft_wrap=True)
     for message in [*summary.failed, *(f"{m}: no such file or partition folder" for m in summary.missing)]:
-        console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return summary

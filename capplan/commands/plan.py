@@ -85,10 +85,10 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
             try:
                 folder = monthly_capacity_plan(cfg, month)
             except DatabaseLockedError as exc:
-                fail(escape(str(exc)))
+                fail(str(exc))
             except Exception as exc:  # the flow re-raises the failing task's exception
                 where = f"stage {failures[0]} failed: " if failures else ""
-                fail(escape(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}"))
+                fail(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}")
     return str(Path(folder).resolve()), time.perf_counter() - start
 
 

@@ -23,14 +23,13 @@ def register(app: typer.Typer) -> None:
         from capplan.commands.plan import prefect_environment
 
         prefect_environment(verbose=True)
-        from rich.markup import escape
 
         from flows.deploy import build_deployments, serve_deployments
 
         try:
             names = [d.name for d in build_deployments(cfg)]
         except ValueError as exc:  # a bad cron or time zone: pydantic's message, on one line
-            fail(escape(" ".join(str(exc).split())), code=2)
+            fail(" ".join(str(exc).split()), code=2)
         if cfg.schedule.drop_folder is None:
             console.print("note: \\[schedule].drop_folder is not set, so there is no daily ingest deployment")
         else:
