@@ -28,6 +28,7 @@ from pandera.typing import Series
 
 import sql
 from capplan.config import CapplanConfig, DriftConfig
+from capplan.cost import interruptible_share
 from capplan.drift import BIN_GAMMA, daily_histograms, detect_drift, request_costs
 from capplan.profile import ALL_MODELS, hourly_traffic, refresh_rollups
 from capplan.slo import SloStatus, alert_episodes, budget_burndown, slo_status
@@ -217,6 +218,10 @@ class MeasuredInputs:
         Input+output tokens at ``[report].kv_tokens_quantile``. [tokens]
     burst_ratio : float
         Peak over mean requests in flight within busy hours (see :func:`burst_ratio`). [ratio]
+    interruptible_share : float or None
+        Share of successful requests to ``[cost].interruptible_models`` or from
+        ``[cost].interruptible_tenants`` (``None`` when neither is listed: the
+        assumed ``[cost].interruptible_share`` applies). [fraction]
     """
 
     first_ts_utc: pd.Timestamp
@@ -227,13 +232,16 @@ class MeasuredInputs:
     latency_s: float
     kv_tokens_per_sequence: float
     burst_ratio: float
+    interruptible_share: float | None = None
 
     def table(self) -> dict[str, tuple[Any, str]]:
         """``name -> (value, unit)`` for the assumptions table, the data's span first."""
         span = {"first request": (f"{self.first_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
                 "last request": (f"{self.last_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
                 "requests measured (2xx)": (self.requests, "requests")}
-        return span | {name: (getattr(self, name), unit) for name, unit in MEASURED_UNITS.items()}
+        shares = {} if self.interruptible_share is None else {
+            "interruptible_share": (self.interruptible_share, "fraction")}
+        return span | {name: (getattr(self, name), unit) for name, unit in MEASURED_UNITS.items()} | shares
 
 
 def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig) -> MeasuredInputs:
@@ -257,7 +265,15 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=float(row["latency_s"]),
-        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly))
+        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly),
+        interruptible_share=measured_interruptible_share(con, cfg))
+
+
+def measured_interruptible_share(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> float | None:
+    """The spot-eligible share measured from the listed models/tenants, or ``None`` when none are listed."""
+    if not cfg.cost.interruptible_models and not cfg.cost.interruptible_tenants:
+        return None
+    return interruptible_share(con, cfg.cost, window_days=cfg.report.measured_window_days)
 
 
 # --- sizing and cost per month -------------------------------------------------------------------------
@@ -374,12 +390,40 @@ def hourly_need_gpus(forecast: pd.DataFrame, months: list[str], cfg: CapplanConf
     return pd.DatetimeIndex(part.index).to_numpy().astype("datetime64[h]"), need
 
 
-def cost_by_level(hours_utc: np.ndarray, need: dict[str, np.ndarray], cfg: CapplanConfig) -> dict[str, CostPlan]:
-    """The cost stage's blended plans at P10/P50/P90, the reserved count committed at ``[cost].commit_level``."""
+def hourly_volumes(forecast: pd.DataFrame, months: list[str],
+                   measured: MeasuredInputs) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Requests and generated tokens per forecast hour at P10/P50/P90, for the cost per unit.
+
+    requests = forecast mean QPS × 3600 s; output tokens = requests × the measured
+    output tokens per request. Returns ``({level: requests}, {level: tokens})``.
+    [requests], [tokens]
+    """
+    period = pd.DatetimeIndex(forecast.index).to_period("M").astype(str)
+    part = forecast[np.isin(period, months)]
+    requests = {level: part[column].to_numpy(float) * 3600.0  # [requests/s] → [requests/h]
+                for level, column in LEVELS.items()}
+    tokens = {level: r * measured.output_tokens_per_request for level, r in requests.items()}
+    return requests, tokens
+
+
+def cost_by_level(hours_utc: np.ndarray, need: dict[str, np.ndarray], cfg: CapplanConfig,
+                  measured: MeasuredInputs | None = None,
+                  volumes: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None) -> dict[str, CostPlan]:
+    """The cost stage's blended plans at P10/P50/P90, the reserved count committed at ``[cost].commit_level``.
+
+    ``measured.interruptible_share`` (when measured) replaces the assumed
+    ``[cost].interruptible_share``; ``volumes`` (from :func:`hourly_volumes`)
+    gives each level its cost per 1,000 requests and per million output tokens.
+    """
     book = load_price_book(cfg.cost.price_book)
     prices = book.gpu(cfg.sizing.gpu).option_prices(cfg.cost.reserved_term)
+    share = cfg.cost.interruptible_share
+    if measured is not None and measured.interruptible_share is not None:
+        share = measured.interruptible_share
+    requests, tokens = volumes if volumes is not None else (None, None)
     return plan_range(hours_utc, need, commit_level=cfg.cost.commit_level or None, gpu_type=cfg.sizing.gpu,
-                      prices=prices, interruptible_share=cfg.cost.interruptible_share)
+                      prices=prices, interruptible_share=share,
+                      requests_by_level=requests, output_tokens_by_level=tokens)
 
 
 # --- profile, forecast, queueing -----------------------------------------------------------------------

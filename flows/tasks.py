@@ -106,7 +106,8 @@ def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
                 measured: plan.MeasuredInputs) -> dict:
     """Price the hourly fleet at P10/P50/P90 with one reserved commitment."""
     hours_utc, need = plan.hourly_need_gpus(forecast, months, cfg, measured)
-    return plan.cost_by_level(hours_utc, need, cfg)
+    volumes = plan.hourly_volumes(forecast, months, measured)
+    return plan.cost_by_level(hours_utc, need, cfg, measured, volumes)
 
 
 @_stage("slo", retries=2)

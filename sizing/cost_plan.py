@@ -311,6 +311,8 @@ def plan_range(
     need_by_level: Mapping[str, ArrayLike],
     *,
     commit_level: str | None = "P50",
+    requests_by_level: Mapping[str, ArrayLike] | None = None,
+    output_tokens_by_level: Mapping[str, ArrayLike] | None = None,
     **plan_kwargs,
 ) -> dict[str, CostPlan]:
     """Blended plans at several demand levels (P10, P50, P90) for a budget range.
@@ -326,6 +328,10 @@ def plan_range(
         Level whose optimal R is committed to and then priced at every level
         (one commitment, uncertain demand). ``None`` (or ``''``, as a TOML
         config can give it) optimises R per level.
+    requests_by_level, output_tokens_by_level : mapping of str to array_like, optional
+        Hourly requests and generated tokens at each level (the demand that
+        the level's need serves), for the per-unit costs of that level.
+        [requests], [tokens]
     **plan_kwargs
         Passed to :func:`blended_plan` (``gpu_type``, ``prices``,
         ``interruptible_share``, ``requests``, ``output_tokens``).
@@ -357,11 +363,19 @@ def plan_range(
     commit_level = commit_level or None
     if commit_level is not None and commit_level not in need_by_level:
         raise ValueError(f"commit_level {commit_level!r} is not one of the levels {list(need_by_level)}")
+    def volumes(level: str) -> dict[str, ArrayLike]:
+        out = {}
+        if requests_by_level is not None:
+            out["requests"] = requests_by_level[level]
+        if output_tokens_by_level is not None:
+            out["output_tokens"] = output_tokens_by_level[level]
+        return out
+
     committed = None
     if commit_level is not None:
         committed = blended_plan(ts_utc, need_by_level[commit_level], level=commit_level,
-                                 **plan_kwargs).reserved_gpus
-    return {level: blended_plan(ts_utc, need, level=level, reserved_gpus=committed, **plan_kwargs)
+                                 **volumes(commit_level), **plan_kwargs).reserved_gpus
+    return {level: blended_plan(ts_utc, need, level=level, reserved_gpus=committed, **volumes(level), **plan_kwargs)
             for level, need in need_by_level.items()}
 
 

@@ -112,6 +112,19 @@ def test_blended_plan_rejects_bad_input(kwargs, match):
         blended_plan(gpu_type=GPU, prices=OptionPrices(2.0, 1.0), **kwargs)
 
 
+def test_range_prices_each_level_per_unit_with_its_own_volume():
+    ts = hours("2026-01-01T00", 2)
+    plans = plan_range(ts, {"P50": [2, 2], "P90": [3, 3]}, gpu_type=GPU, prices=OptionPrices(2.0, 1.0),
+                       requests_by_level={"P50": [1000, 1000], "P90": [2000, 2000]},
+                       output_tokens_by_level={"P50": [1e5, 1e5], "P90": [4e5, 4e5]})
+    # P50: 2 reserved × 1 USD × 2 h = 4 USD for 2,000 requests and 0.2 M tokens.
+    assert plans["P50"].total().usd_per_1k_requests == pytest.approx(2.0)
+    assert plans["P50"].total().usd_per_million_output_tokens == pytest.approx(20.0)
+    # P90: 4 + 2 h × 1 GPU on-demand × 2 USD = 8 USD for 4,000 requests and 0.8 M tokens.
+    assert plans["P90"].total().usd_per_1k_requests == pytest.approx(2.0)
+    assert plans["P90"].total().usd_per_million_output_tokens == pytest.approx(10.0)
+
+
 def test_range_rejects_unknown_commit_level():
     with pytest.raises(ValueError, match="commit_level 'P50'"):
         plan_range(hours("2026-01-01T00", 1), {"P90": [1]}, gpu_type=GPU, prices=OptionPrices(2.0, 1.0))

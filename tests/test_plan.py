@@ -197,6 +197,24 @@ def test_hourly_need_and_cost_match_the_stage_functions():
     assert costs["P50"].reserved_gpus == direct["P50"].reserved_gpus
 
 
+def test_cost_per_unit_and_measured_interruptible_share_reach_the_cost_stage():
+    from dataclasses import replace
+    cfg = CapplanConfig()
+    fc = _flat_forecast("2026-12-01", 24, 10.0)
+    hours, need = plan.hourly_need_gpus(fc, ["2026-12"], cfg, MEASURED)
+    requests, tokens = plan.hourly_volumes(fc, ["2026-12"], MEASURED)
+    assert requests["P50"].sum() == pytest.approx(10.0 * 3600 * 24)       # 10 QPS for a day
+    assert tokens["P50"].sum() == pytest.approx(10.0 * 3600 * 24 * 250.0)  # × measured 250 tokens/request
+    costs = plan.cost_by_level(hours, need, cfg, MEASURED, (requests, tokens))
+    total = costs["P50"].total()
+    assert total.usd_per_1k_requests == pytest.approx(total.total_cost_usd / (requests["P50"].sum() / 1e3))
+    # A measured share replaces the assumed 0: spot can only make the plan cheaper or equal.
+    spot = plan.cost_by_level(hours, need, cfg, replace(MEASURED, interruptible_share=0.5), (requests, tokens))
+    assert spot["P50"].total().total_cost_usd <= total.total_cost_usd
+    assert plan.assumptions_table(cfg, replace(MEASURED, interruptible_share=0.5).table()).set_index(
+        "name").loc["interruptible_share", "source"] == "measured"
+
+
 # --- assumptions --------------------------------------------------------------------------------------
 
 def test_assumptions_table_marks_measured_and_assumed_with_units():
