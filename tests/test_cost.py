@@ -166,7 +166,9 @@ def test_fast_optimiser_equals_brute_force(need, prices):
 @given(need=st.one_of(integer_needs, real_needs), prices=price_pairs)
 def test_optimal_r_lies_between_min_and_max_need(need, prices):
     p_r, p_od = sorted(prices)
-    if p_r == p_od:
+    if p_od <= p_r * (1 + 1e-6):
+        # Equal prices (or equal but for float rounding) make every R up to the minimum need a
+        # tie, and ties go to the smaller R; the bound below holds when reserving is cheaper.
         p_od = p_r * 1.5
     c = cost.optimal_commitment(need, reserved_usd_per_gpu_hour=p_r, on_demand_usd_per_gpu_hour=p_od)
     assert np.floor(min(need)) <= c.reserved_gpus <= np.ceil(max(need))
