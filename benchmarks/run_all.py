@@ -13,7 +13,8 @@ Sections (each figure from a fresh process, so its peak memory is its own):
   every file ingested into one DuckDB, then the profile refreshed; (b) partition by partition in this
   process through the Prefect flow; (c) on a Dask LocalCluster of 2 workers (threads; DuckDB runs outside the GIL). The fact tables of
   (b) and (c) are compared with (a) for equality.
-* ``plan``: ``capplan plan --config data/capplan.toml`` end to end (bundled sample, fresh database).
+* ``plan``: ``capplan plan --config data/capplan.toml`` end to end on a fresh database, against an empty
+  Prefect flow (``benchmarks/plan.py --repeat 1``).
 * ``forecast``: ``benchmarks/forecast_accuracy.py``'s 2-year hourly series, ``forecasting.fit`` against
   MSTL + ETS on the same series.
 
@@ -101,8 +102,19 @@ def child_run(argv: list[str], env: dict | None = None) -> tuple[dict, float, fl
         out, err = proc.communicate()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv))} failed ({proc.returncode}):\n{err[-3000:]}")
-    lines = [line for line in out.splitlines() if line.strip().startswith("{")]
-    return json.loads(lines[-1]) if lines else {}, time.perf_counter() - started, peak.peak_mib
+    return last_json(out), time.perf_counter() - started, peak.peak_mib
+
+
+def last_json(text: str) -> dict:
+    """The last JSON object in ``text`` (one line or indented), after any log lines; ``{}`` if none."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("{"):
+            try:
+                return json.loads("\n".join(lines[i:]))
+            except json.JSONDecodeError:
+                continue
+    return {}
 
 
 # --------------------------------------------------------------------------- data
@@ -252,15 +264,12 @@ def run_partitioned(rows: int, workdir: Path) -> list[dict]:
 
 
 def run_plan(workdir: Path) -> list[dict]:
-    db, reports = workdir / "plan.duckdb", workdir / "plan-out"
-    for f in (db, Path(f"{db}.wal")):
-        f.unlink(missing_ok=True)
     env = {"PREFECT_HOME": str(workdir / "prefect-home"), "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
-    r, seconds, peak = child_run([str(Path(sys.executable).parent / "capplan"), "plan", "--config",
-                                  str(REPO / "data" / "capplan.toml"), "--db", str(db), "--out", str(reports),
-                                  "--json"], env)
-    return [{"section": "plan", "rows": None, "what": "capplan plan (bundled sample)", "seconds": seconds,
-             "peak_mib": peak, "ratio": None, "baseline": "", "target": None, "note": r.get("report_dir", "")}]
+    r, _, peak = child_run([sys.executable, str(REPO / "benchmarks" / "plan.py"), "--repeat", "1"], env)
+    return [{"section": "plan", "rows": None, "what": "empty Prefect flow (process)", "seconds": r["empty_flow_wall_s"],
+             "peak_mib": None, "ratio": 1.0, "baseline": "empty Prefect flow", "target": None},
+            {"section": "plan", "rows": None, "what": "capplan plan, bundled sample", "seconds": r["plan_wall_s"],
+             "peak_mib": peak, "ratio": r["plan_over_empty_flow"], "baseline": "empty Prefect flow", "target": None}]
 
 
 def run_forecast() -> list[dict]:
@@ -317,13 +326,13 @@ def main() -> None:
         for name, run in (("ingest", run_ingest), ("profile", run_profile)):
             if name in sections:
                 results += run(size, args.workdir)
-                print(f"  {name} {size:,} done", flush=True)
+                print(f"  {name} {size:,} done: {json.dumps(results[-2:])}", flush=True)
     steps = (("partitioned", lambda: run_partitioned(part_size, args.workdir)),
              ("plan", lambda: run_plan(args.workdir)), ("forecast", run_forecast))
     for name, run in steps:
         if name in sections:
             results += run()
-            print(f"  {name} done", flush=True)
+            print(f"  {name} done: {json.dumps(results[-3:])}", flush=True)
     after = yardstick_s(yard_file)
     yard = statistics.mean([before, after])
     text = (f"yardstick (bare hourly group by over {sizes[0]:,} Parquet rows): {before:.3f} s before, {after:.3f} s "

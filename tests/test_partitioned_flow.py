@@ -50,7 +50,6 @@ def config(db: Path, hive: Path, **cluster) -> CapplanConfig:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(180)
 @pytest.mark.parametrize("cluster", [
     {"task_runner": "none"},
     {"task_runner": "dask", "n_workers": 2, "processes": False},
