@@ -50,13 +50,13 @@ def naive2(y: np.ndarray, horizon: int, period: int = 24) -> np.ndarray:
     return (y[-1] / seasonal[-1]) * np.resize(seasonal[-period:], horizon)
 
 
-def evaluate(args: tuple[str, np.ndarray, np.ndarray]) -> dict:
+def evaluate(args: tuple[str, np.ndarray, np.ndarray, int]) -> dict:
     """Forecast one series and score every method on its test part."""
-    sid, train, test = args
+    sid, train, test, windows = args
     started, cpu_started = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = fit(pd.Series(train), HORIZON_STEPS, SEASONS, levels=(80, 95))
+        result = fit(pd.Series(train), HORIZON_STEPS, SEASONS, levels=(80, 95), windows=windows)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     fc = result.frame
     forecasts = {"auto": fc["mean"].to_numpy(), "Naive2": naive2(train, HORIZON_STEPS)}
@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--limit", type=int, default=None, help="only the first N series")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--windows", type=int, default=3, help="backtest windows per series (fit's windows=)")
     parser.add_argument("--rows", type=Path, default=None,
                         help="also append each series' scores to this JSON-lines file as they finish")
     args = parser.parse_args()
@@ -125,7 +126,7 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     with ProcessPoolExecutor(args.workers) as pool:
-        for row in pool.map(evaluate, series, chunksize=1):
+        for row in pool.map(evaluate, [(*s, args.windows) for s in series], chunksize=1):
             rows.append(row)
             if args.rows:
                 with args.rows.open("a") as out:
