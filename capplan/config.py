@@ -55,8 +55,8 @@ class IngestConfig(_Section):
     future_tolerance_s: float = Field(
         300.0, ge=0, description="Rows stamped later than ingest time plus this are quarantined. [s]")
     contract_check: Literal["sample", "all", "off"] = Field(
-        "sample", description="Re-validate loaded rows against the pandera RequestRow contract: a "
-                              "reservoir sample per file, every row (in bounded chunks), or not at all.")
+        "sample", description="Re-validate loaded rows against the pandera RequestRow contract: the first "
+                              "contract_sample_rows of each file, every row (in bounded chunks), or not at all.")
     contract_sample_rows: int = Field(
         100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk. [rows]")
 

@@ -377,12 +377,11 @@ def _check_contract(con: duckdb.DuckDBPyConnection, file_id: int, cfg: IngestCon
     """Re-validate loaded rows against :class:`RequestRow` (a sample, or all rows in chunks)."""
     if cfg.contract_check == "off":
         return
-    # a systematic sample (every k-th stored row): deterministic, and no sort of the file's rows
-    loaded = _count(con, "select count(*) from requests where file_id = $f", {"f": file_id})
-    stride = 1 if cfg.contract_check == "all" else max(1, loaded // cfg.contract_sample_rows)
-    query = (f"select {', '.join(CANONICAL_COLUMNS)} from requests "
-             "where file_id = $file_id and rowid % $stride = 0")
-    reader = con.sql(query, params={"file_id": file_id, "stride": stride}).to_arrow_reader(cfg.contract_sample_rows)
+    # "sample": the file's first rows as stored, a bounded read (a systematic sample over
+    # `rowid` scanned every row of the file: +50 % of the ingest time at 20 M rows, measured)
+    limit = None if cfg.contract_check == "all" else cfg.contract_sample_rows
+    query = f"select {', '.join(CANONICAL_COLUMNS)} from requests where file_id = $file_id limit $limit"
+    reader = con.sql(query, params={"file_id": file_id, "limit": limit}).to_arrow_reader(cfg.contract_sample_rows)
     for batch in reader:
         try:
             RequestRow.validate(batch.to_pandas(), lazy=True)
