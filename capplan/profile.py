@@ -313,7 +313,10 @@ def peak_in_flight_per_hour(
     peaks = carried.astype(np.int64)
     if busy.any():
         # reduceat over [first of this busy hour, first of the next busy hour) = this hour's arrivals
-        peaks[busy] = np.maximum(peaks[busy], np.maximum.reduceat(after_arrival, first[busy])[: busy.sum()])
+        # arrivals at or after the last edge belong to no reported hour: cut them off, or the
+        # last busy hour's segment would run on into them
+        in_window = after_arrival[: stop[-1]]
+        peaks[busy] = np.maximum(peaks[busy], np.maximum.reduceat(in_window, first[busy])[: busy.sum()])
     return peaks
 
 
