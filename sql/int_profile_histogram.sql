@@ -12,8 +12,7 @@ source as (
     where ts_utc >= $start_utc::timestamp and ts_utc < $end_utc::timestamp
 ),
 
-per_model as materialized (
-    -- materialized: it feeds both the output and all_models; measured ~10 % faster than inlining it twice
+per_model as (
     -- one aggregate per metric: measured faster than unnesting the four metrics into one
     select hour_epoch, model, 'input_tokens' as metric,
         greatest(floor(ln(greatest(input_tokens, 0.5)) * $inv_ln_gamma), -1)::smallint as bin, count(*) as count

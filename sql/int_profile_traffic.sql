@@ -20,7 +20,7 @@ per_second as (
 ),
 
 per_second_all as (
-    -- '__all__' sums the per-model seconds: measured ~25 % faster than a grouping set over the raw rows
+    -- '__all__' sums the per-model seconds: measured 7-10 % faster (medians) than a grouping set over the raw rows
     select second_epoch, sum(requests) as requests
     from per_second
     group by all
