@@ -372,6 +372,12 @@ def monotone_step_map(fn: Callable[[float], int], xs: np.ndarray) -> np.ndarray:
     return result
 
 
+def _in_months(forecast: pd.DataFrame, months: list[str]) -> pd.DataFrame:
+    """The forecast's rows whose hour falls in one of ``months`` (``YYYY-MM``)."""
+    period = pd.DatetimeIndex(forecast.index).to_period("M").astype(str)
+    return forecast[np.isin(period, months)]
+
+
 def hourly_need_gpus(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
                      measured: MeasuredInputs) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Hourly fleet (whole GPUs, with headroom) over the planned months at P10/P50/P90.
@@ -380,8 +386,7 @@ def hourly_need_gpus(forecast: pd.DataFrame, months: list[str], cfg: CapplanConf
     fleet for it is :func:`fleet_for`'s ``total_gpus``. Returns the hours (UTC,
     ``datetime64[h]``) and ``{level: GPUs per hour}``. [GPUs]
     """
-    period = pd.DatetimeIndex(forecast.index).to_period("M").astype(str)
-    part = forecast[np.isin(period, months)]
+    part = _in_months(forecast, months)
     qps = {level: measured.burst_ratio * part[column].to_numpy(float) for level, column in LEVELS.items()}
     every = np.concatenate(list(qps.values()))
     gpus = monotone_step_map(lambda q: fleet_for(float(q), cfg, measured).total_gpus, every)
@@ -398,8 +403,7 @@ def hourly_volumes(forecast: pd.DataFrame, months: list[str],
     output tokens per request. Returns ``({level: requests}, {level: tokens})``.
     [requests], [tokens]
     """
-    period = pd.DatetimeIndex(forecast.index).to_period("M").astype(str)
-    part = forecast[np.isin(period, months)]
+    part = _in_months(forecast, months)
     requests = {level: part[column].to_numpy(float) * 3600.0  # [requests/s] → [requests/h]
                 for level, column in LEVELS.items()}
     tokens = {level: r * measured.output_tokens_per_request for level, r in requests.items()}

@@ -23,8 +23,13 @@ JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error (no stack trace) and exit non-zero."""
-    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    print_error(message)
     raise typer.Exit(code)
+
+
+def print_error(message: str) -> None:
+    """Print ``error: message`` on stderr, on one line, the message taken literally (no rich markup)."""
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def load(config: Path | None) -> CapplanConfig:
@@ -105,5 +110,5 @@ def run_partitioned(cfg: CapplanConfig, as_json: bool = False, db: Path | None =
                       f"on {cfg.cluster.task_runner}: {summary.rows_read:,} rows read, {summary.rows_rolled_up:,} "
                       f"rolled up, {summary.rows_quarantined:,} quarantined", highlight=False, soft_wrap=True)
     for message in [*summary.failed, *(f"{m}: no such file or partition folder" for m in summary.missing)]:
-        console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+        print_error(message)
     return summary

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from capplan.commands._common import (CLUSTER_OPTION, CONFIG_OPTION, DB_OPTION, JSON_OPTION, SCHEDULER_OPTION, console,
-                                      db_path, fail, load, print_json, run_partitioned, with_cluster)
+                                      db_path, fail, load, print_error, print_json, run_partitioned, with_cluster)
 
 MAP_HELP = "CANONICAL=SOURCE column mapping, e.g. ts_utc=TIMESTAMP; repeatable; overrides the preset."
 
@@ -124,7 +124,7 @@ def ingest(
         console.print(_summary_table(results))
     failed = [r for r in results if r.status in ("error", "refused")]
     for r in failed:
-        console.print(f"[bold red]error:[/] {r.message}", highlight=False)
+        print_error(r.message)
     if failed or (partitioned is not None and (partitioned.failed or partitioned.missing)):
         raise typer.Exit(1)
 
