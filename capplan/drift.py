@@ -4,7 +4,8 @@ Pipeline (statistics in :mod:`forecasting.drift`, prices in :mod:`sizing.cost`):
 
 1. :func:`daily_histograms` — per UTC day, model and metric (``input_tokens``,
    ``output_tokens``), log-binned counts of *served* (2xx) requests with each
-   bin's token sum (``sql/int_drift_daily_histogram.sql``);
+   bin's token sum: a mergeable roll-up (``sql/int_drift_daily_histogram.sql``) of
+   ``requests`` and of stored partitions (:func:`capplan.partitioned.rollup_with_partitions`);
 2. :func:`window_comparisons` — every ``window_days`` window (ending at the last
    day, going back) against the ``baseline_days`` before it: PSI, chi-square
    p-value, relative change of the mean, and the CUSUM change point of the
@@ -43,6 +44,7 @@ from pandera.typing.pandas import DataFrame, Series
 
 import sql
 from capplan.config import CapplanConfig, DriftConfig
+from capplan.partitioned import rollup_views
 from forecasting.drift import (
     chi_square_homogeneity,
     cusum_change_point,
@@ -190,8 +192,10 @@ def request_costs(cfg: CapplanConfig, models: Iterable[str]) -> dict[str, Reques
 def daily_histograms(con: duckdb.DuckDBPyConnection, start: date | None = None,
                      end: date | None = None) -> DataFrame[DailyHistogram]:
     """Per-day log-binned token histograms of served requests in ``[start, end)`` (UTC days)."""
-    return con.execute(sql.load("int_drift_daily_histogram"), {
-        "inv_ln_gamma": 1 / math.log(BIN_GAMMA), "start_utc": start, "end_utc": end}).df()
+    bounds = {"start_utc": start, "end_utc": end}
+    rollup = ("int_drift_daily_histogram", bounds | {"inv_ln_gamma": 1 / math.log(BIN_GAMMA)})
+    with rollup_views(con, {"drift_daily_rollup": rollup}) as cur:
+        return cur.execute(sql.load("rpt_drift_daily_histogram"), bounds).df()
 
 
 @dataclass(frozen=True)

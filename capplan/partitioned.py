@@ -10,26 +10,34 @@ plain file lists, are rolled up one partition at a time, each on its own DuckDB:
    partition's files into a private in-memory DuckDB with the ingest's own rules
    (:func:`capplan.ingest.load_file`, ``sql/stg_requests.sql``), rolls them up with the profile's
    mergeable contract (:func:`capplan.profile.rollup_partition`) and returns only small tables:
-   hourly traffic rows, histogram bins and the quarantined rows with their reasons.
+   hourly traffic rows, histogram bins, peak in flight per hour, the plan's measured inputs, SLO
+   and drift roll-ups (:data:`PLAN_INPUTS`) and the quarantined rows with their reasons.
 3. :func:`store_rollups` runs at the centre: one transaction records each partition in
    ``partition_ledger``, replaces a changed partition's roll-up rows, and re-merges only the hours
-   those partitions touch into ``fct_traffic_hourly`` and ``fct_histogram_hourly`` (the profile's
-   merge SQL). Raw rows never reach the central database.
+   those partitions touch into ``fct_traffic_hourly``, ``fct_histogram_hourly`` and
+   ``fct_concurrency_hourly`` (merge SQL). Raw rows never reach the central database.
+4. The plan's other readers (measured request mix, SLO, drift) call :func:`rollup_with_partitions`:
+   the same roll-up of ``requests`` with the stored partitions' rows appended, so one code path
+   serves file ingest, partitions, or both.
 
 Counts, sums and histogram bins merge exactly whatever the partitioning; the busiest second per
 hour (a max) is exact when each UTC hour lies in one partition, as with ``dt=`` day folders, and a
-lower bound in the hours :func:`shared_hours` lists. See ``docs/partitioned.md``.
+lower bound in the hours :func:`shared_hours` lists. The peak in flight (also a max) is a lower bound
+in the first minutes of a partition, while requests of the one before are still in flight. See
+``docs/partitioned.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -43,9 +51,21 @@ from capplan.db import connect
 HIVE_DAY = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 """Name of a day partition folder: ``dt=YYYY-MM-DD``."""
 ROLLUP_TABLES = {"fct_traffic_hourly": "partition_traffic_hourly",
-                 "fct_histogram_hourly": "partition_histogram_hourly"}
+                 "fct_histogram_hourly": "partition_histogram_hourly",
+                 "fct_concurrency_hourly": "partition_concurrency_hourly"}
 """Central fact table -> the per-partition table it is merged from."""
-_MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_hourly": "int_profile_merge_histogram"}
+_MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_hourly": "int_profile_merge_histogram",
+              "fct_concurrency_hourly": "int_partitioned_merge_concurrency"}
+PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
+               "int_plan_kv_tokens_hourly": "partition_kv_tokens_hourly",
+               "int_slo_minute_rollup": "partition_slo_minute",
+               "int_drift_daily_histogram": "partition_drift_daily_histogram"}
+"""Mergeable roll-up of the plan's other inputs (``sql/<name>.sql`` over ``requests``) -> the per-partition
+table that keeps each partition's rows of it; readers sum the two (:func:`rollup_with_partitions`)."""
+NO_TTFT_THRESHOLD_MS = float("inf")
+"""The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
+_CONCURRENCY_SCHEMA = pa.schema([("hour_utc", pa.timestamp("us")), ("model", pa.string()),
+                                 ("concurrency_peak", pa.int64())])
 _QUARANTINE_SCHEMA = pa.schema([("path", pa.string()), ("row_number", pa.int64()), ("rule", pa.string()),
                                 ("detail", pa.string()), ("raw", pa.string())])
 
@@ -72,6 +92,8 @@ class PartitionRollup:
     partition: Partition
     traffic: pa.Table | None = None  # rows of fct_traffic_hourly
     histogram: pa.Table | None = None  # rows of fct_histogram_hourly
+    concurrency: pa.Table | None = None  # rows of fct_concurrency_hourly, over this partition's requests only
+    plan_inputs: Mapping[str, pa.Table] = field(default_factory=dict)  # PLAN_INPUTS query -> its rows
     quarantine: pa.Table | None = None  # path, row_number, rule, detail, raw (JSON text)
     content_sha256: str = ""  # hex SHA-256 of the files' own SHA-256s, in file order
     rows_read: int = 0  # [requests]
@@ -188,7 +210,8 @@ def pending_partitions(con: duckdb.DuckDBPyConnection, partitions: Iterable[Part
 
 
 def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc: datetime,
-                      duckdb_threads: int | None = None, memory_limit_gib: float | None = None) -> PartitionRollup:
+                      duckdb_threads: int | None = None, memory_limit_gib: float | None = None,
+                      ttft_thresholds_ms: Iterable[float | None] = ()) -> PartitionRollup:
     """Validate and roll up one partition on a private DuckDB; return only small tables.
 
     Parameters
@@ -203,6 +226,9 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
         Threads DuckDB may use for this partition. [count]
     memory_limit_gib : float, optional
         DuckDB memory limit before it spills to a temporary folder. [GiB]
+    ttft_thresholds_ms : iterable of float or None
+        TTFT thresholds of the configured SLOs (``None``: no threshold, always rolled up); an SLO whose
+        threshold was not rolled up cannot be evaluated on this partition. [ms]
 
     Returns
     -------
@@ -223,14 +249,43 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
             except ingest.IngestError as exc:
                 return PartitionRollup(partition, error=str(exc))
         tables = profile.rollup_partition(con, "requests")
+        concurrency = _concurrency(con)
+        plan_inputs = {query: con.sql(sql.load(query), params=params).to_arrow_table()
+                       for query, params in _plan_input_params(ttft_thresholds_ms).items()}
         quarantine = con.sql("select path, row_number, rule, detail, raw::varchar as raw from quarantine "
                                  "order by path, row_number").to_arrow_table().cast(_QUARANTINE_SCHEMA)
         hashes = [h for (h,) in con.execute("select content_sha256 from ingest_ledger order by path").fetchall()]
     return PartitionRollup(
-        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], quarantine,
+        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], concurrency, plan_inputs, quarantine,
         hashlib.sha256("".join(hashes).encode()).hexdigest(),
         sum(r.rows_read for r in results), sum(r.rows_loaded for r in results),
         sum(r.rows_quarantined for r in results))
+
+
+def _concurrency(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """Peak in flight per hour and model over the partition's own requests (``profile_source``), spill-over hours included."""
+    first, last_end, lookback_ms = con.execute(
+        "select date_trunc('hour', min(ts_utc)), max(ts_utc + to_microseconds((latency_ms * 1000)::bigint)), "
+        "coalesce(max(latency_ms), 0) from requests where latency_ms > 0").fetchall()[0]
+    if first is None:
+        return _CONCURRENCY_SCHEMA.empty_table()
+    end = last_end.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    spans = con.sql(sql.load("int_profile_inflight_spans"), params={
+        "start_utc": first, "end_utc": end, "lookback_us": int(lookback_ms * 1000) + 1}).to_arrow_table()
+    return pa.Table.from_pandas(profile._concurrency_frame(spans, first, end), schema=_CONCURRENCY_SCHEMA,
+                                preserve_index=False)
+
+
+def _plan_input_params(ttft_thresholds_ms: Iterable[float | None]) -> dict[str, dict]:
+    """Bound parameters of each :data:`PLAN_INPUTS` roll-up over a whole partition."""
+    from capplan.drift import BIN_GAMMA  # capplan.drift reads through this module: import when used
+
+    thresholds = sorted({NO_TTFT_THRESHOLD_MS, *(NO_TTFT_THRESHOLD_MS if t is None else float(t)
+                                                 for t in ttft_thresholds_ms)})
+    everything = {"start_utc": None, "end_utc": None}
+    return {"int_plan_request_mix_hourly": {}, "int_plan_kv_tokens_hourly": {},
+            "int_slo_minute_rollup": everything | {"model": None, "ttft_thresholds_ms": thresholds},
+            "int_drift_daily_histogram": everything | {"inv_ln_gamma": 1 / math.log(BIN_GAMMA)}}
 
 
 # --------------------------------------------------------------------------- merge (centre)
@@ -286,8 +341,9 @@ def _retire(con: duckdb.DuckDBPyConnection, partition: Partition) -> tuple[int |
         return None, set()
     old_id = row[0]
     hours = {h for (h,) in con.execute(
-        "select distinct hour_utc from partition_traffic_hourly where partition_id = ?", [old_id]).fetchall()}
-    for table in (*ROLLUP_TABLES.values(), "partition_quarantine"):
+        "select hour_utc from partition_traffic_hourly where partition_id = $id "
+        "union select hour_utc from partition_concurrency_hourly where partition_id = $id", {"id": old_id}).fetchall()}
+    for table in (*ROLLUP_TABLES.values(), *PLAN_INPUTS.values(), "partition_quarantine"):
         con.execute(f"delete from {table} where partition_id = ?", [old_id])  # noqa: S608 - fixed names
     con.execute("update partition_ledger set status = 'replaced' where partition_id = ?", [old_id])
     return old_id, hours
@@ -297,6 +353,7 @@ def _insert(con: duckdb.DuckDBPyConnection, rollup: PartitionRollup, now: dateti
     """Insert one partition's ledger row, roll-up rows and quarantine; return the hours it feeds."""
     p = rollup.partition
     hours = sorted(set(rollup.traffic.column("hour_utc").to_pylist()))
+    in_flight_hours = set(rollup.concurrency.column("hour_utc").to_pylist())
     partition_id = con.execute(
         "insert into partition_ledger (source, path, files, size_bytes, stat_sha256, content_sha256, rows_read, "
         "rows_rolled_up, rows_quarantined, first_hour_utc, last_hour_utc, status, rolled_up_at_utc) "
@@ -304,14 +361,16 @@ def _insert(con: duckdb.DuckDBPyConnection, rollup: PartitionRollup, now: dateti
         [p.source.name, p.path, list(p.files), p.size_bytes, p.stat_sha256, rollup.content_sha256, rollup.rows_read,
          rollup.rows_rolled_up, rollup.rows_quarantined, hours[0] if hours else None, hours[-1] if hours else None,
          now]).fetchone()[0]
-    for name, table in (("partition_traffic_hourly", rollup.traffic), ("partition_histogram_hourly", rollup.histogram),
-                        ("partition_quarantine", rollup.quarantine)):
+    tables = {ROLLUP_TABLES["fct_traffic_hourly"]: rollup.traffic, ROLLUP_TABLES["fct_histogram_hourly"]: rollup.histogram,
+              ROLLUP_TABLES["fct_concurrency_hourly"]: rollup.concurrency, "partition_quarantine": rollup.quarantine}
+    tables |= {PLAN_INPUTS[query]: rows for query, rows in rollup.plan_inputs.items()}
+    for name, table in tables.items():
         con.register("partition_rows", table)
         try:
             con.execute(f"insert into {name} select ?, * from partition_rows", [partition_id])  # noqa: S608
         finally:
             con.unregister("partition_rows")
-    return set(hours)
+    return set(hours) | in_flight_hours
 
 
 def merge_hours(con: duckdb.DuckDBPyConnection, hours: Iterable[datetime]) -> None:
@@ -333,6 +392,56 @@ def merge_hours(con: duckdb.DuckDBPyConnection, hours: Iterable[datetime]) -> No
         con.execute(f"insert into {fact} " + sql.load(_MERGE_SQL[fact]))
     con.execute("drop view profile_parts")
     con.execute("drop table partitioned_dirty_hours")
+
+
+def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: Mapping | None = None) -> pa.Table:
+    """The roll-up ``sql/<query>.sql`` of ``requests``, with every stored partition's rows of it appended.
+
+    One code path for the plan's readers: rows from file ingest and from partitions have the same
+    columns and are summed by key by the reader's SQL (a key may repeat: hours fed by several partitions).
+
+    Parameters
+    ----------
+    query : str
+        A key of :data:`PLAN_INPUTS`.
+    params : mapping, optional
+        The query's bound parameters (filters apply to ``requests`` only; the reader filters the rest).
+    """
+    # a cursor: the caller's connection may hold an unread result, which blocks relations on it
+    with con.cursor() as cur:
+        rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
+        table = PLAN_INPUTS[query]
+        if not _has_table(cur, table):
+            return rows  # a database that never stored partitions
+        # the table name is a fixed value of PLAN_INPUTS, not user input
+        parts = cur.sql(f"select * exclude (partition_id) from {table}").to_arrow_table()  # noqa: S608
+    return pa.concat_tables([rows, parts.cast(rows.schema)])
+
+
+@contextmanager
+def rollup_views(con: duckdb.DuckDBPyConnection,
+                 views: Mapping[str, tuple[str, Mapping]]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of ``con`` on which each ``view`` is :func:`rollup_with_partitions` ``(query, params)``.
+
+    The views vanish with the cursor when the block ends.
+    """
+    with con.cursor() as cur:
+        for view, (query, params) in views.items():
+            cur.register(view, rollup_with_partitions(cur, query, params))
+        yield cur
+
+
+def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:
+    """The TTFT thresholds the stored partitions' SLO roll-ups hold (``[]`` without partitions). [ms]"""
+    if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):
+        return []
+    return [t for (t,) in con.execute(
+        "select distinct ttft_threshold_ms from partition_slo_minute order by 1").fetchall()]
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(con.execute("select count(*) from duckdb_tables() where table_name = ? and not temporary",
+                            [table]).fetchall()[0][0])
 
 
 def shared_hours(con: duckdb.DuckDBPyConnection) -> list[tuple[datetime, int]]:

@@ -28,8 +28,8 @@ from pandera.typing import Series
 
 import sql
 from capplan.config import CapplanConfig, DriftConfig
-from capplan.cost import interruptible_share
 from capplan.drift import BIN_GAMMA, daily_histograms, detect_drift, request_costs
+from capplan.partitioned import rollup_views
 from capplan.profile import ALL_MODELS, hourly_traffic, refresh_rollups
 from capplan.slo import SloStatus, alert_episodes, budget_burndown, slo_status
 from forecasting.api import forecast
@@ -247,14 +247,23 @@ class MeasuredInputs:
 def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig) -> MeasuredInputs:
     """Measure the request mix over the last ``[report].measured_window_days`` days (``sql/rpt_plan_measured_inputs``).
 
+    The figures come from hourly roll-ups (``sql/int_plan_request_mix_hourly.sql``,
+    ``sql/int_plan_kv_tokens_hourly.sql``) of ``requests`` and of stored partitions, so a
+    database fed by partitioned roll-ups only measures the same figures; the window is whole
+    UTC hours ending with the hour of the newest request.
+
     Raises
     ------
     ValueError
         If the database has no successful request, or none with a logged latency.
     """
-    row = con.execute(sql.load("rpt_plan_measured_inputs"),
-                      {"window_days": cfg.report.measured_window_days,
-                       "kv_quantile": cfg.report.kv_tokens_quantile}).df().iloc[0]
+    views = {"plan_request_mix_hourly": ("int_plan_request_mix_hourly", {}),
+             "plan_kv_tokens_hourly": ("int_plan_kv_tokens_hourly", {})}
+    with rollup_views(con, views) as cur:
+        row = cur.execute(sql.load("rpt_plan_measured_inputs"), {
+            "window_days": cfg.report.measured_window_days, "kv_quantile": cfg.report.kv_tokens_quantile,
+            "models": list(cfg.cost.interruptible_models), "tenants": list(cfg.cost.interruptible_tenants),
+        }).df().iloc[0]
     if not row["requests"]:
         raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
                          "ingest logs first")
@@ -266,14 +275,9 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=float(row["latency_s"]),
         kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly),
-        interruptible_share=measured_interruptible_share(con, cfg))
-
-
-def measured_interruptible_share(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> float | None:
-    """The spot-eligible share measured from the listed models/tenants, or ``None`` when none are listed."""
-    if not cfg.cost.interruptible_models and not cfg.cost.interruptible_tenants:
-        return None
-    return interruptible_share(con, cfg.cost, window_days=cfg.report.measured_window_days)
+        # measured only when [cost] lists the interruptible models or tenants; else the assumed share applies
+        interruptible_share=float(row["interruptible_share"])
+        if cfg.cost.interruptible_models or cfg.cost.interruptible_tenants else None)
 
 
 # --- sizing and cost per month -------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """SLOs over the request log: per-minute SLI counts, error budget, burn-down and alert episodes.
 
-The stage reads the ``requests`` table through ``sql/int_slo_minute_counts.sql``
-(per-minute good/valid counts on a dense UTC minute grid, computed from the raw
-rows, not from hourly roll-ups) and applies the arithmetic of
+The stage reads per-minute good/valid counts on a dense UTC minute grid
+(``sql/int_slo_minute_counts.sql``) from a per-minute roll-up (``sql/int_slo_minute_rollup.sql``)
+of the ``requests`` table and of stored partitions (:func:`capplan.partitioned.rollup_with_partitions`):
+minutes, not hourly roll-ups, so burn-rate windows are exact. It applies the arithmetic of
 :mod:`sizing.slo`. Its outputs are validated frames and records for the CLI and
 the monthly report:
 
@@ -31,10 +32,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
+import pyarrow.compute as pc
 from pandera.typing.pandas import DataFrame, Series
 
 import sql
 from capplan.config import SloConfig
+from capplan.partitioned import NO_TTFT_THRESHOLD_MS, partition_ttft_thresholds_ms, rollup_views, rollup_with_partitions
 from sizing.slo import (
     MINUTES_PER_DAY,
     BurnRateRule,
@@ -158,10 +161,10 @@ def minute_events(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: datetim
     With both bounds given, minutes without requests inside them are zeros;
     otherwise the grid spans the first to the last minute with requests.
     """
-    counts = con.execute(sql.load("int_slo_minute_counts"), {
-        "model": slo.model, "start_utc": start, "end_utc": end, "ttft_threshold_ms": slo.ttft_threshold_ms,
-        "count_client_errors": slo.count_client_errors,
-    }).df()
+    bounds = {"model": slo.model, "start_utc": start, "end_utc": end}
+    with rollup_views(con, {"slo_minute_rollup": _minute_rollup(con, slo, bounds)}) as cur:
+        counts = cur.execute(sql.load("int_slo_minute_counts"), bounds | {
+            "ttft_threshold_ms": _threshold_ms(slo), "count_client_errors": slo.count_client_errors}).df()
     valid = counts["valid_count"].to_numpy(dtype=float)
     good = counts["good_count"].to_numpy(dtype=float)
     if slo.kind == "time":
@@ -172,15 +175,36 @@ def minute_events(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: datetim
     return pd.DataFrame({"minute_utc": counts["minute_utc"], "valid_events": valid, "bad_events": valid - good})
 
 
+def _threshold_ms(slo: SloConfig) -> float:
+    return NO_TTFT_THRESHOLD_MS if slo.ttft_threshold_ms is None else float(slo.ttft_threshold_ms)
+
+
+def _minute_rollup(con: duckdb.DuckDBPyConnection, slo: SloConfig, bounds: dict) -> tuple[str, dict]:
+    """The per-minute roll-up (query, parameters) of ``requests`` and stored partitions for the SLO's model and threshold.
+
+    Raises
+    ------
+    ValueError
+        If partitions were rolled up without the SLO's TTFT threshold (they hold no good counts for it).
+    """
+    stored = partition_ttft_thresholds_ms(con)
+    if stored and _threshold_ms(slo) not in stored:
+        raise ValueError(f"SLO {slo.name!r}: the stored partition roll-ups hold TTFT thresholds {stored} ms only, "
+                         f"not {slo.ttft_threshold_ms} ms; configure the SLO before rolling the partitions up "
+                         "(a changed partition is rolled up again)")
+    return "int_slo_minute_rollup", bounds | {"ttft_thresholds_ms": [_threshold_ms(slo)]}
+
+
 def _request_span(con: duckdb.DuckDBPyConnection, slo: SloConfig) -> tuple[datetime, datetime]:
     """First minute with a request and the minute after the last one (UTC) for the SLO's model."""
-    first, last = con.execute(
-        "select min(ts_utc), max(ts_utc) from requests where ($model::varchar is null or model = $model::varchar)",
-        {"model": slo.model}).fetchone()
-    if last is None:
+    rollup = rollup_with_partitions(con, *_minute_rollup(con, slo, {"model": slo.model, "start_utc": None,
+                                                                     "end_utc": None}))
+    if slo.model is not None:
+        rollup = rollup.filter(pc.equal(rollup["model"], slo.model))
+    if rollup.num_rows == 0:
         raise ValueError(f"SLO {slo.name!r}: no requests" + (f" for model {slo.model!r}" if slo.model else ""))
-    return (pd.Timestamp(first).floor("min").to_pydatetime(),
-            pd.Timestamp(last).floor("min").to_pydatetime() + timedelta(minutes=1))
+    span = pc.min_max(rollup["minute_utc"]).as_py()
+    return span["min"], span["max"] + timedelta(minutes=1)
 
 
 def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime | None = None) -> SloStatus:

@@ -51,3 +51,52 @@ create table if not exists partition_quarantine (
     detail       varchar not null,  -- column, value, what was expected
     raw          json    not null   -- the raw values of the row, as read
 );
+-- each current partition's peak in flight per hour over its own requests; fct_concurrency_hourly is
+-- their max per hour and model (a lower bound in an hour reached by several partitions' requests).
+create table if not exists partition_concurrency_hourly (
+    partition_id     integer   not null,  -- partition_ledger.partition_id
+    hour_utc         timestamp not null,  -- start of the hour, UTC
+    model            varchar   not null,  -- model name, or '__all__'
+    concurrency_peak bigint    not null   -- [requests in flight]
+);
+-- the plan's measured inputs, SLO and drift inputs of each current partition: mergeable roll-ups
+-- (sql/int_plan_request_mix_hourly.sql, int_plan_kv_tokens_hourly.sql, int_slo_minute_rollup.sql,
+-- int_drift_daily_histogram.sql); readers add them to the same roll-ups of `requests` and sum.
+create table if not exists partition_request_mix_hourly (
+    partition_id      integer   not null,  -- partition_ledger.partition_id
+    hour_utc          timestamp not null,  -- start of the hour, UTC
+    model             varchar   not null,
+    tenant            varchar,             -- null when not logged
+    first_ts_utc      timestamp not null,  -- oldest request of the hour, any status, UTC
+    last_ts_utc       timestamp not null,  -- newest request of the hour, any status, UTC
+    requests          bigint    not null,  -- every status [requests]
+    successes         bigint    not null,  -- 2xx [requests]
+    input_tokens_sum  bigint    not null,  -- over 2xx [tokens]
+    output_tokens_sum bigint    not null,  -- over 2xx [tokens]
+    latency_count     bigint    not null,  -- 2xx with latency logged [requests]
+    latency_ms_sum    double    not null   -- over those [ms]
+);
+create table if not exists partition_kv_tokens_hourly (
+    partition_id integer   not null,  -- partition_ledger.partition_id
+    hour_utc     timestamp not null,  -- start of the hour, UTC
+    kv_tokens    bigint    not null,  -- input + output tokens of a 2xx request [tokens]
+    requests     bigint    not null   -- 2xx requests with exactly that many [requests]
+);
+create table if not exists partition_slo_minute (
+    partition_id      integer   not null,  -- partition_ledger.partition_id
+    minute_utc        timestamp not null,  -- start of the minute, UTC
+    model             varchar   not null,
+    ttft_threshold_ms double    not null,  -- an SLO's TTFT threshold; 'infinity' = none [ms]
+    requests          bigint    not null,  -- every status [requests]
+    client_errors     bigint    not null,  -- 4xx other than 408 and 429 [requests]
+    good              bigint    not null   -- 2xx with ttft_ms <= threshold or not logged [requests]
+);
+create table if not exists partition_drift_daily_histogram (
+    partition_id integer  not null,  -- partition_ledger.partition_id
+    day_utc      date     not null,  -- UTC calendar day
+    model        varchar  not null,
+    metric       varchar  not null,  -- 'input_tokens' | 'output_tokens'
+    bin          smallint not null,  -- log-bin index, gamma = 2^(1/4) (capplan/drift.py)
+    requests     bigint   not null,  -- 2xx [requests]
+    tokens_sum   bigint   not null   -- [tokens]
+);

@@ -1,37 +1,29 @@
 -- per-minute valid and good request counts for one SLO, on a dense UTC minute grid
--- (minutes inside the span with no requests appear with zero counts).
--- good = HTTP 2xx and, when $ttft_threshold_ms is not null, ttft_ms <= $ttft_threshold_ms;
--- a success whose TTFT was not logged counts as good (its latency cannot be judged).
+-- (minutes inside the span with no requests appear with zero counts), from the roll-up
+-- `slo_minute_rollup` (sql/int_slo_minute_rollup.sql) of `requests` and of stored partitions;
+-- rows of one key may repeat (partitions sharing a minute) and are summed.
 -- valid = every request, except that when $count_client_errors is false, 4xx other than
 -- 408 (timeout) and 429 (throttled) are not valid events: they are the caller's fault.
+-- good = HTTP 2xx with ttft_ms <= $ttft_threshold_ms ('infinity' = no threshold) or not logged.
 -- parameters: $model (null = all models), $start_utc / $end_utc (null = open), $ttft_threshold_ms [ms],
 -- $count_client_errors (boolean).
-with source_requests as (
-    select ts_utc, status, ttft_ms
-    from requests
-    where ($model::varchar is null or model = $model::varchar)
-      and ($start_utc::timestamp is null or ts_utc >= $start_utc::timestamp)
-      and ($end_utc::timestamp is null or ts_utc < $end_utc::timestamp)
-      and ($count_client_errors::boolean or not (status between 400 and 499 and status not in (408, 429)))
-),
-
-classified as (
-    select
-        date_trunc('minute', ts_utc) as minute_utc,
-        status between 200 and 299
-            and ($ttft_threshold_ms::double is null
-                 or ttft_ms is null
-                 or ttft_ms <= $ttft_threshold_ms::double) as is_good
-    from source_requests
+with source_rollup as (
+    select minute_utc, requests, client_errors, good
+    from slo_minute_rollup
+    where ttft_threshold_ms = $ttft_threshold_ms::double
+      and ($model::varchar is null or model = $model::varchar)
+      and ($start_utc::timestamp is null or minute_utc >= $start_utc::timestamp)
+      and ($end_utc::timestamp is null or minute_utc < $end_utc::timestamp)
 ),
 
 per_minute as (
     select
         minute_utc,
-        count(*) as valid_count,
-        count(*) filter (where is_good) as good_count
-    from classified
+        sum(requests - case when $count_client_errors::boolean then 0 else client_errors end) as valid_count,
+        sum(good) as good_count
+    from source_rollup
     group by minute_utc
+    having valid_count > 0
 ),
 
 span as (

@@ -1,36 +1,76 @@
 -- the request-mix figures the monthly plan measures from the logs, over the most recent
--- $window_days days of data (ending at the newest request), all models together.
+-- $window_days days of data: the $window_days x 24 UTC hours ending with the hour of the newest
+-- request, all models together. reads the mergeable roll-ups `plan_request_mix_hourly`
+-- (sql/int_plan_request_mix_hourly.sql) and `plan_kv_tokens_hourly` (sql/int_plan_kv_tokens_hourly.sql),
+-- of `requests` and of stored partitions alike; rows of one key may repeat (partitions sharing an hour).
 -- successful requests only (2xx): failed ones are not the work the fleet is sized for.
--- output: one row; token figures [tokens/request], latency [s], kv quantile [tokens].
-with source_requests as (
-    select ts_utc, input_tokens, output_tokens, status, latency_ms
-    from requests
+-- the interruptible share counts requests to a model in $models or from a tenant in $tenants.
+-- output: one row; token figures [tokens/request], latency [s], kv quantile [tokens], share [fraction].
+with request_mix as (
+    select * from plan_request_mix_hourly
+),
+
+kv_counts as (
+    select * from plan_kv_tokens_hourly
 ),
 
 span as (
-    select max(ts_utc) as last_ts_utc, min(ts_utc) as first_ts_utc
-    from source_requests
+    select
+        min(first_ts_utc)                                        as first_ts_utc,
+        max(last_ts_utc)                                         as last_ts_utc,
+        max(hour_utc) - to_days($window_days::integer)           as window_after_utc
+    from request_mix
 ),
 
 recent as (
-    select r.*
-    from source_requests as r, span as s
-    where r.ts_utc > s.last_ts_utc - to_days($window_days::integer)
-      and r.status between 200 and 299
+    select m.*
+    from request_mix as m, span as s
+    where m.hour_utc > s.window_after_utc
+),
+
+kv_recent as (
+    select kv_tokens, sum(requests) as requests
+    from kv_counts as k, span as s
+    where k.hour_utc > s.window_after_utc
+    group by kv_tokens
+),
+
+kv_ranked as (
+    -- the 0-based rank of the last request with each total, in ascending order
+    select kv_tokens, sum(requests) over (order by kv_tokens) - 1 as last_rank
+    from kv_recent
+),
+
+kv_position as (
+    -- quantile_cont's position: (n - 1) * q, interpolated between the ranks either side
+    select (sum(requests) - 1) * $kv_quantile::double as position
+    from kv_recent
+),
+
+kv_quantile as (
+    select
+        (select min(kv_tokens) from kv_ranked where last_rank >= floor(position)) as below,
+        (select min(kv_tokens) from kv_ranked where last_rank >= ceil(position))  as above,
+        position - floor(position)                                                as fraction
+    from kv_position
 ),
 
 final as (
     select
-        (select first_ts_utc from span)                          as first_ts_utc,
-        (select last_ts_utc from span)                           as last_ts_utc,
-        count(*)                                                 as requests,
-        avg(input_tokens)::double                                as input_tokens_per_request,
-        avg(output_tokens)::double                               as output_tokens_per_request,
+        (select first_ts_utc from span)                               as first_ts_utc,
+        (select last_ts_utc from span)                                as last_ts_utc,
+        coalesce(sum(successes), 0)::bigint                           as requests,
+        (sum(input_tokens_sum) / sum(successes))::double              as input_tokens_per_request,
+        (sum(output_tokens_sum) / sum(successes))::double             as output_tokens_per_request,
         -- ms -> s
-        avg(latency_ms)::double / 1000.0                         as latency_s,
-        count(latency_ms)                                        as requests_with_latency,
-        quantile_cont(input_tokens + output_tokens, $kv_quantile::double)::double
-                                                                 as kv_tokens_per_sequence
+        (sum(latency_ms_sum) / sum(latency_count))::double / 1000.0   as latency_s,
+        coalesce(sum(latency_count), 0)::bigint                       as requests_with_latency,
+        (select below + fraction * (above - below) from kv_quantile)::double
+                                                                      as kv_tokens_per_sequence,
+        -- tenant is null when not logged: such a request is interruptible only by its model
+        coalesce(sum(successes) filter (where list_contains($models::varchar[], model)
+                                        or coalesce(list_contains($tenants::varchar[], tenant), false))
+                 / sum(successes), 0.0)::double                       as interruptible_share
     from recent
 )
 

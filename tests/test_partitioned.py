@@ -6,14 +6,17 @@ import os
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capplan import ingest, partitioned, profile
-from capplan.config import ClusterConfig, IngestConfig, SourceConfig, parse_config
+from capplan import ingest, partitioned, plan, profile
+from capplan.config import ClusterConfig, IngestConfig, SloConfig, SourceConfig, parse_config
+from capplan.drift import daily_histograms
+from capplan.slo import minute_events, slo_status
 from capplan.db import connect
 from capplan.sample import SampleSpec, generate_day, write_sample
 
@@ -235,3 +238,68 @@ def test_cluster_section_parses():
     assert cfg.cluster.task_runner == "dask" and cfg.cluster.sources[0].name == "big"
     with pytest.raises(ValueError, match="task_runner"):
         parse_config({"cluster": {"task_runner": "spark"}})
+
+
+# --------------------------------------------------------------------------- the plan's other inputs
+
+SLOS = [SloConfig(name="availability"), SloConfig(name="ttft", kind="request", ttft_threshold_ms=500.0),
+        SloConfig(name="a-only", model="llama-3.1-8b", count_client_errors=True)]
+
+
+@pytest.fixture(scope="module")
+def both_ways(hive):
+    """The hive folder as (single-process database, partitioned central database), SLO thresholds rolled up."""
+    single, central = connect(), connect()
+    for f in data_files(hive):
+        ingest.load_file(single, f, SourceConfig(name="ref"), INGEST, now_utc=NOW_UTC)
+    profile.refresh_rollups(single, full=True)
+    found, _ = partitioned.discover_partitions(SourceConfig(name="hive", paths=[str(hive)]))
+    partitioned.store_rollups(central, [partitioned.roll_up_partition(
+        p, INGEST, now_utc=NOW_UTC, ttft_thresholds_ms=[s.ttft_threshold_ms for s in SLOS]) for p in found])
+    yield single, central
+    single.close()
+    central.close()
+
+
+def test_measured_inputs_equal_single_process(both_ways):
+    cfg = parse_config({"report": {"measured_window_days": 2}, "cost": {"interruptible_models": ["llama-3.1-8b"]}})
+    got, want = (plan.measure_inputs(con, profile.hourly_traffic(con, model=profile.ALL_MODELS), cfg)
+                 for con in both_ways)
+    assert got.requests == want.requests > 0 and (got.first_ts_utc, got.last_ts_utc) == (want.first_ts_utc,
+                                                                                           want.last_ts_utc)
+    # token sums are integers (exact); latency sums are doubles added in another order: last-bit differences
+    for name in ("input_tokens_per_request", "output_tokens_per_request", "kv_tokens_per_sequence", "burst_ratio",
+                 "interruptible_share", "latency_s"):
+        assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-12), name
+    assert 0 < got.interruptible_share < 1
+
+
+@pytest.mark.parametrize("slo", SLOS, ids=[s.name for s in SLOS])
+def test_slo_minutes_and_status_equal_single_process(both_ways, slo):
+    got, want = (minute_events(con, slo) for con in both_ways)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got["bad_events"].sum() > 0 or slo.ttft_threshold_ms is None
+    assert slo_status(both_ways[1], slo) == slo_status(both_ways[0], slo)
+
+
+def test_slo_with_a_threshold_not_rolled_up_is_a_clear_error(both_ways):
+    with pytest.raises(ValueError, match=r"SLO 'fast'.*thresholds \[500\.0, inf\] ms only, not 250\.0 ms"):
+        minute_events(both_ways[1], SloConfig(name="fast", ttft_threshold_ms=250.0))
+
+
+def test_drift_histograms_equal_single_process(both_ways):
+    got, want = (daily_histograms(con) for con in both_ways)
+    assert len(got) > 0
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_concurrency_is_exact_but_a_lower_bound_where_days_meet(both_ways):
+    """Each partition sweeps its own requests: the first hour of a day misses the previous day's stragglers."""
+    query = "select hour_utc, model, concurrency_peak from fct_concurrency_hourly order by all"
+    got, want = ({(h, m): c for h, m, c in con.execute(query).fetchall()} for con in both_ways)
+    assert got.keys() == want.keys()
+    day_starts = {h for h, _ in got if h.hour == 0}
+    for key, peak in got.items():
+        assert peak <= want[key]
+        if key[0] not in day_starts:
+            assert peak == want[key], key

@@ -226,3 +226,20 @@ def test_assumptions_table_marks_measured_and_assumed_with_units():
     assert by_name.loc["forecast.horizon_months", "unit"] == "months"
     assert set(table["source"]) == {"measured", "assumed"}
     assert (table["unit"] != "").all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(tokens=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=60),
+       quantile=st.floats(0.01, 0.99))
+def test_kv_quantile_from_the_hourly_rollup_equals_quantile_cont(tokens, quantile):
+    """The roll-up keeps exact counts per token total, so any quantile equals DuckDB's over the raw rows."""
+    c = connect(":memory:")
+    c.execute(sql.load("ddl_requests"))
+    c.executemany("insert into requests values ('2026-11-20 10:00', ?, ?, 'm', 200, 100, 1000, null, null, null, 1)",
+                  tokens)
+    (want,) = c.execute("select quantile_cont(input_tokens + output_tokens, ?) from requests", [quantile]).fetchone()
+    m = plan.measure_inputs(c, pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0],
+                                             "concurrency_measured_peak": [1]}),
+                            parse_config({"report": {"kv_tokens_quantile": quantile}}))
+    assert m.kv_tokens_per_sequence == pytest.approx(want, rel=1e-12, abs=1e-9)
+    c.close()

@@ -1,0 +1,19 @@
+-- exact counts of successful (2xx) requests per UTC hour and input + output token total: a mergeable
+-- roll-up from which any quantile of the KV tokens per sequence is exact (sql/rpt_plan_measured_inputs.sql).
+-- distinct totals are bounded by the context length, so this stays small however many rows an hour has.
+with source_requests as (
+    select ts_utc, input_tokens, output_tokens
+    from requests
+    where status between 200 and 299
+),
+
+final as (
+    select
+        date_trunc('hour', ts_utc)              as hour_utc,
+        (input_tokens + output_tokens)::bigint  as kv_tokens,  -- [tokens]
+        count(*)::bigint                        as requests
+    from source_requests
+    group by all
+)
+
+select * from final
