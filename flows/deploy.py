@@ -1,11 +1,14 @@
 """Deployments of capplan's flows and the process that serves them (``capplan serve``).
 
-Two deployments, both scheduled from ``[schedule]`` in the config:
+Up to three deployments, all scheduled from ``[schedule]`` in the config:
 
 - ``monthly-capacity-plan/monthly``: the plan, by default on the 1st of each month at
-  06:00 in ``[schedule].timezone`` (``plan_cron``);
+  06:00 in ``[schedule].timezone`` (``plan_cron``); it rolls up ``[[cluster.sources]]`` first;
 - ``ingest-logs/daily-drop-folder``: the ingest of every file in ``[schedule].drop_folder``,
-  daily (``ingest_cron``); only when a drop folder is configured.
+  daily (``ingest_cron``); only when a drop folder is configured;
+- ``partitioned-rollup/daily``: the roll-up of new and changed partitions of
+  ``[[cluster.sources]]`` (Hive ``dt=`` folders or file lists) on the ``[cluster]`` task runner,
+  daily (``ingest_cron``); only when partitioned sources are configured.
 
 The config is resolved once, when serving starts, and passed to every run as the
 flow's typed ``config`` parameter, so a scheduled run and ``capplan plan`` see the
@@ -20,10 +23,12 @@ from prefect.schedules import Cron
 
 from capplan.config import CapplanConfig, IngestConfig, SourceConfig, dump_config
 from flows.ingest import ingest_logs
+from flows.partitioned import roll_up_partitions, task_runner_for
 from flows.plan import monthly_capacity_plan
 
 PLAN_DEPLOYMENT = "monthly"
 INGEST_DEPLOYMENT = "daily-drop-folder"
+ROLLUP_DEPLOYMENT = "daily"
 #: File patterns the daily ingest picks up in the drop folder (any depth).
 DROP_PATTERNS = ("**/*.parquet", "**/*.csv", "**/*.csv.gz", "**/*.jsonl", "**/*.jsonl.gz")
 
@@ -38,7 +43,7 @@ def drop_folder_config(cfg: CapplanConfig) -> CapplanConfig:
 
 
 def build_deployments(cfg: CapplanConfig) -> list[RunnerDeployment]:
-    """The scheduled deployments for ``cfg`` (the daily ingest only when a drop folder is set)."""
+    """The scheduled deployments for ``cfg`` (the daily ingest and roll-up only when they have something to read)."""
     tz = cfg.schedule.timezone
     out = [monthly_capacity_plan.to_deployment(
         name=PLAN_DEPLOYMENT, schedules=[Cron(cfg.schedule.plan_cron, timezone=tz)],
@@ -48,6 +53,11 @@ def build_deployments(cfg: CapplanConfig) -> list[RunnerDeployment]:
             name=INGEST_DEPLOYMENT, schedules=[Cron(cfg.schedule.ingest_cron, timezone=tz)],
             parameters={"config": dump_config(drop_folder_config(cfg))},
             description=f"Daily ingest of new files in {cfg.schedule.drop_folder}."))
+    if cfg.cluster.sources:
+        out.append(roll_up_partitions.with_options(task_runner=task_runner_for(cfg.cluster)).to_deployment(
+            name=ROLLUP_DEPLOYMENT, schedules=[Cron(cfg.schedule.ingest_cron, timezone=tz)],
+            parameters={"config": dump_config(cfg)},
+            description=f"Daily roll-up of new partitions on {cfg.cluster.task_runner}."))
     return out
 
 

@@ -9,6 +9,7 @@ opened by the first and last task only, in this process.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -33,11 +34,12 @@ def find_pending_partitions(cfg: CapplanConfig) -> tuple[list[Partition], list[s
 
 @task(name="roll-up-partition", cache_policy=NONE)
 def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, cluster: ClusterConfig,
-                      now_utc: datetime) -> PartitionRollup:
+                      now_utc: datetime, ttft_thresholds_ms: list[float | None]) -> PartitionRollup:
     """Validate and roll up one partition where the task runs; return small tables."""
     return partitioned.roll_up_partition(partition, ingest_cfg, now_utc=now_utc,
                                          duckdb_threads=partitioned.duckdb_threads(cluster),
-                                         memory_limit_gib=cluster.duckdb_memory_limit_gib)
+                                         memory_limit_gib=cluster.duckdb_memory_limit_gib,
+                                         ttft_thresholds_ms=ttft_thresholds_ms)
 
 
 @task(name="store-partition-rollups", retries=2, retry_delay_seconds=1, cache_policy=NONE)
@@ -52,7 +54,9 @@ def roll_up_partitions(config: CapplanConfig) -> RollupSummary:
     """Roll up the new and changed partitions of ``[[cluster.sources]]`` into the central database."""
     now_utc = datetime.now(UTC)
     pending, missing = find_pending_partitions(config)
-    futures = roll_up_partition.map(pending, unmapped(config.ingest), unmapped(config.cluster), unmapped(now_utc))
+    thresholds = [slo.ttft_threshold_ms for slo in config.slos]  # the SLO stage's good counts need each
+    futures = roll_up_partition.map(pending, unmapped(config.ingest), unmapped(config.cluster), unmapped(now_utc),
+                                    unmapped(thresholds))
     summary = store_partition_rollups(config, futures.result(), now_utc)
     summary = replace(summary, missing=tuple(missing))
     print(f"rolled up {len(summary.rolled_up)} partitions ({summary.rows_rolled_up} rows, "
@@ -72,6 +76,10 @@ def task_runner_for(cluster: ClusterConfig) -> TaskRunner:
                                           "processes": cluster.processes, "dashboard_address": None})
 
 
-def run_partitioned_rollup(config: CapplanConfig) -> RollupSummary:
-    """Run :func:`roll_up_partitions` on the task runner of ``config.cluster``."""
-    return roll_up_partitions.with_options(task_runner=task_runner_for(config.cluster))(config)
+def run_partitioned_rollup(config: CapplanConfig, hooks: list[Callable] | None = None) -> RollupSummary:
+    """Run :func:`roll_up_partitions` on the task runner of ``config.cluster`` (a sub-flow when called in a flow).
+
+    ``hooks`` are Prefect flow state hooks called on completion and on failure (the plan's progress display).
+    """
+    return roll_up_partitions.with_options(task_runner=task_runner_for(config.cluster), on_completion=hooks or [],
+                                           on_failure=hooks or [])(config)

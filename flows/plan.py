@@ -1,7 +1,8 @@
 """The monthly capacity plan: one Prefect flow from request logs to a finance-ready report.
 
-Reads top to bottom: ingest → profile → measure → forecast → size → cost → SLO → drift
-→ charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
+Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
+folders or file lists; a sub-flow on the ``[cluster]`` task runner) → profile → measure → forecast
+→ size → cost → SLO → drift → charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
 loaded, the profile refreshes only what changed, and the report folder is replaced whole.
@@ -16,6 +17,7 @@ from prefect import flow
 from capplan.config import CapplanConfig
 from capplan.plan import ingest_notes, plan_months
 from flows.ingest import ingest_logs
+from flows.partitioned import run_partitioned_rollup
 from flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
                          measure_request_mix, notify_flow, profile_traffic, publish_artifacts, size_months,
                          write_report_files)
@@ -31,6 +33,10 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     """
     ingested = ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
     notes = ingest_notes(ingested)
+    if config.cluster.sources:
+        rolled = run_partitioned_rollup(config, hooks=[notify_flow])
+        notes += [f"partition not rolled up: {failure}" for failure in rolled.failed]
+        notes += [f"partitioned source: {pattern}: no such file or partition folder" for pattern in rolled.missing]
     for note in notes:
         announce("ingest", note)
     hourly, daily = profile_traffic(config)

@@ -34,6 +34,12 @@ from reports.render import finance_table, render_markdown, write_report
 STAGES = ("ingest", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
           "artifacts")
 
+
+
+def stages_for(cfg: CapplanConfig) -> tuple[str, ...]:
+    """:data:`STAGES` of a run of ``cfg``: with ``partitioned`` after the ingest when ``[[cluster.sources]]`` are set."""
+    return STAGES[:1] + ("partitioned",) + STAGES[1:] if cfg.cluster.sources else STAGES
+
 _listeners: list[Callable[[str, str, float, str], None]] = []
 
 
@@ -62,11 +68,11 @@ def announce(stage: str, message: str) -> None:
 
 
 def notify_flow(flow_: Any, flow_run: Any, state: Any) -> None:
-    """Prefect flow hook: a sub-flow run (the ingest) reported as one stage, like :func:`notify`."""
+    """Prefect flow hook: a sub-flow run (the ingest, the partitioned roll-up) reported as one stage, like :func:`notify`."""
     seconds = (state.timestamp - flow_run.start_time).total_seconds() if flow_run.start_time else 0.0
     message = "" if state.is_completed() else str(state.message or "")
     for callback in list(_listeners):
-        callback(flow_.name.removesuffix("-logs"), state.name, seconds, message)
+        callback(flow_.name.removesuffix("-logs").removesuffix("-rollup"), state.name, seconds, message)
 
 
 def _stage(name: str, retries: int = 0) -> Callable:

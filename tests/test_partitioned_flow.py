@@ -73,3 +73,14 @@ def test_task_runner_choice():
     assert local.cluster_kwargs["n_workers"] == 3 and local.cluster_kwargs["processes"] is False
     remote = task_runner_for(ClusterConfig(task_runner="dask", scheduler_address="tcp://10.0.0.5:8786"))
     assert remote.address == "tcp://10.0.0.5:8786"
+
+
+def test_serve_schedules_the_roll_up_of_partitioned_sources(tmp_path):
+    from flows.deploy import ROLLUP_DEPLOYMENT, build_deployments
+
+    cfg = config(tmp_path / "central.duckdb", tmp_path, task_runner="dask", n_workers=2)
+    rollup = [d for d in build_deployments(cfg) if d.name == ROLLUP_DEPLOYMENT]
+    assert len(rollup) == 1 and rollup[0].flow_name == "partitioned-rollup"
+    assert rollup[0].schedules[0].schedule.cron == cfg.schedule.ingest_cron
+    assert rollup[0].parameters["config"]["cluster"]["sources"][0]["paths"] == [str(tmp_path)]
+    assert [d.name for d in build_deployments(CapplanConfig())] == ["monthly"]  # no partitioned source, no roll-up

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from capplan.commands._common import (CLUSTER_OPTION, CONFIG_OPTION, DB_OPTION, JSON_OPTION, SCHEDULER_OPTION, console,
-                                      db_path, fail, load, print_json, run_partitioned, with_cluster)
+                                      db_path, fail, load, print_json, with_cluster)
 
 OUT_OPTION = typer.Option(None, "--out", help="Report root (default: [report].out_dir); the report goes to OUT/YYYY-MM/.")
 MONTH_OPTION = typer.Option(
@@ -49,7 +49,6 @@ def register(app: typer.Typer) -> None:
             updates["report"] = cfg.report.model_copy(update={"out_dir": out})
         cfg = cfg.model_copy(update=updates)
         prefect_environment(verbose)
-        run_partitioned(cfg, json_out)  # [[cluster.sources]] roll up first, on the chosen task runner
         folder, seconds = _run_with_progress(cfg, month)
         if json_out:
             print_json({"report_dir": folder, "seconds": round(seconds, 1)})
@@ -64,18 +63,19 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
 
     from capplan.db import DatabaseLockedError
     from flows.plan import monthly_capacity_plan
-    from flows.tasks import STAGES, stage_listener
+    from flows.tasks import stage_listener, stages_for
 
     failures: list[str] = []
     start = time.perf_counter()
+    stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
-        bar = progress.add_task("starting Prefect", total=len(STAGES))
+        bar = progress.add_task("starting Prefect", total=len(stages))
 
         def on_stage(stage: str, state: str, seconds: float, message: str) -> None:
             if state == "Completed":
                 progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
-                progress.update(bar, advance=1, description=_next(STAGES, stage))
+                progress.update(bar, advance=1, description=_next(stages, stage))
             elif state == "Note":
                 progress.console.print(f"  [yellow]![/] {escape(message)}", highlight=False)
             elif state in ("Failed", "Crashed"):
