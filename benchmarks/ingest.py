@@ -1,6 +1,7 @@
 """Benchmark ``capplan ingest`` against a bare DuckDB load of the same file.
 
-Generates a deterministic request log of ``--rows`` rows (Parquet, and CSV from it),
+Generates a deterministic request log of ``--rows`` rows in the ``--formats`` asked for (one
+Parquet file, a CSV file, or a Hive folder of ``dt=YYYY-MM-DD`` day partitions of Parquet files),
 then, each in a fresh process with a fresh database file, times and measures the
 peak resident memory of:
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -30,8 +32,7 @@ import duckdb
 
 MODES = ("bare", "capplan", "capplan-contract-all", "capplan-contract-off")
 #: 30 days of traffic, 1 % of rows broken in the ways the quarantine rules catch
-GENERATE = """
-copy (
+ROWS = """
     select
         strftime(timestamp '2026-01-01' + to_microseconds((i::hugeint * 2592000000000 // $rows)::bigint),
                  '%Y-%m-%dT%H:%M:%S.%fZ') as ts_utc,
@@ -45,21 +46,40 @@ copy (
         'tenant-' || (i % 17) as tenant,
         'zone-' || (i % 3) as zone
     from range($rows) as t(i)
-) to '{out}' (format parquet)
 """
+# COPY's target cannot be a parameter: '{out}' is a path of ours, formatted in; values stay parameters
+GENERATE = f"copy ({ROWS}) to '{{out}}' (format parquet)"
+#: the same rows as one Parquet folder per UTC day (the ts_utc text starts with the date)
+GENERATE_HIVE = f"copy (select *, ts_utc[1:10] as dt from ({ROWS})) to '{{out}}' (format parquet, partition_by (dt))"
+FORMATS = ("parquet", "csv", "hive")
 
 
-def generate(rows: int, workdir: Path, seed: int = 7) -> dict[str, Path]:
-    """Write ``rows`` rows as Parquet and CSV under ``workdir`` (skipped when already there)."""
-    parquet, csv = workdir / f"requests-{rows}.parquet", workdir / f"requests-{rows}.csv"
+def generate(rows: int, workdir: Path, seed: int = 7, formats: tuple[str, ...] = ("parquet", "csv")) -> dict[str, Path]:
+    """Write ``rows`` rows under ``workdir`` in each of ``formats`` (:data:`FORMATS`); existing outputs are reused.
+
+    ``parquet``: one file; ``csv``: one file, written from the Parquet one; ``hive``: a folder of
+    ``dt=YYYY-MM-DD/data_0.parquet`` day partitions. A folder is written under a temporary name and
+    renamed when complete, so an interrupted run is not reused.
+    """
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise ValueError(f"unknown formats {sorted(unknown)}; valid: {FORMATS}")
+    out = {"parquet": workdir / f"requests-{rows}.parquet", "csv": workdir / f"requests-{rows}.csv",
+           "hive": workdir / f"requests-{rows}-hive"}
     con = duckdb.connect()
     con.execute("set enable_progress_bar = false")
-    if not parquet.exists():
-        # COPY's target cannot be a parameter; the path is ours, not user input
-        con.execute(GENERATE.format(out=parquet), {"rows": rows, "seed": seed})
-    if not csv.exists():
-        con.execute(f"copy (select * from read_parquet('{parquet}')) to '{csv}' (header)")
-    return {"parquet": parquet, "csv": csv}
+    params = {"rows": rows, "seed": seed}
+    if {"parquet", "csv"} & set(formats) and not out["parquet"].exists():
+        con.execute(GENERATE.format(out=out["parquet"]), params)
+    if "csv" in formats and not out["csv"].exists():
+        con.execute(f"copy (select * from read_parquet('{out['parquet']}')) to '{out['csv']}' (header)")
+    if "hive" in formats and not out["hive"].exists():
+        partial = out["hive"].with_name(out["hive"].name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        con.execute(GENERATE_HIVE.format(out=partial), params)
+        partial.rename(out["hive"])
+    con.close()
+    return {f: out[f] for f in formats}
 
 
 def child(mode: str, path: Path, db: Path) -> dict:
@@ -103,7 +123,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, action="append", help="rows to generate (repeatable)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/capplan-bench"))
-    parser.add_argument("--formats", nargs="+", default=["parquet", "csv"])
+    parser.add_argument("--formats", nargs="+", default=["parquet", "csv"], choices=["parquet", "csv"],
+                        help="Formats generated and measured (run_all.py also asks for 'hive').")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -113,7 +134,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"{'rows':>11} {'format':8} {'mode':22} {'seconds':>8} {'x bare':>7} {'peak MiB':>9}")
     for rows in args.rows or [2_000_000]:
-        files = generate(rows, args.workdir)
+        files = generate(rows, args.workdir, formats=tuple(args.formats))
         for fmt in args.formats:
             bare = None
             for mode in args.modes:

@@ -9,7 +9,8 @@ Sections (each figure from a fresh process, so its peak memory is its own):
   ``create table as select`` of the same file (``benchmarks/ingest.py``'s generator and runner).
 * ``profile`` at every size: ``refresh_rollups(full=True)`` against a bare hourly ``group by`` on the same
   table (``benchmarks/profile.py --json``; a generated month, rows ≈ the size).
-* ``partitioned`` at ``--partitioned-size``: a Hive folder of 30 ``dt=`` days, rolled up (a) single-process:
+* ``partitioned`` at ``--partitioned-size``: a Hive folder of 30 ``dt=`` days (``benchmarks/ingest.py``'s
+  generator, ``hive`` format), rolled up (a) single-process:
   every file ingested into one DuckDB, then the profile refreshed; (b) partition by partition in this
   process through the Prefect flow; (c) on a Dask LocalCluster of 2 workers (threads; DuckDB runs outside the GIL). The fact tables of
   (b) and (c) are compared with (a) for equality.
@@ -34,7 +35,6 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -121,28 +121,13 @@ def last_json(text: str) -> dict:
 
 
 def ingest_parquet(rows: int, workdir: Path) -> Path:
-    """``benchmarks/ingest.py``'s generated log as Parquet only (its CSV twin is not needed here)."""
-    path = workdir / f"requests-{rows}.parquet"
-    if not path.exists():
-        with duckdb.connect() as con:
-            con.execute("set enable_progress_bar = false")
-            # COPY's target cannot be a parameter; the path is ours, not user input
-            con.execute(bench_ingest.GENERATE.format(out=path), {"rows": rows, "seed": 7})
-    return path
+    """``benchmarks/ingest.py``'s generated log as one Parquet file (reused if present)."""
+    return bench_ingest.generate(rows, workdir, formats=("parquet",))["parquet"]
 
 
 def hive_folder(rows: int, workdir: Path) -> Path:
-    """``rows`` requests over 30 days as ``dt=YYYY-MM-DD/part-0.parquet`` (capplan.sample; reused if present)."""
-    from capplan.sample import SampleSpec, write_sample
-
-    root = workdir / f"hive-{rows}"
-    done = root / "_DONE"
-    if not done.exists():
-        spec = SampleSpec(date(2026, 3, 2), PARTITIONED_DAYS, rows / PARTITIONED_DAYS, seed=3,
-                          monthly_growth_fraction=0.0)
-        write_sample(spec, root, split="day", overwrite=True)
-        done.write_text("")  # the '_' prefix keeps it out of the partitions
-    return root
+    """The same generated log as 30 ``dt=YYYY-MM-DD/`` day folders of Parquet (reused if present)."""
+    return bench_ingest.generate(rows, workdir, formats=("hive",))["hive"]
 
 
 def yardstick_s(parquet: Path, repeat: int = 3) -> float:
