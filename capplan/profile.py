@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,13 @@ import pyarrow.compute as pc
 from pandera.typing import DataFrame, Series
 
 import sql
+from capplan.profile_rollup import (
+    HISTOGRAM_SCHEMA,
+    TRAFFIC_SCHEMA,
+    US_PER_HOUR,
+    WindowRollup,
+    peak_in_flight_per_hour,
+)
 
 ALL_MODELS = "__all__"
 HISTOGRAM_GAMMA = 1.02
@@ -134,13 +142,57 @@ def rollup_partition(
         busiest-second max to be exact.
     """
     _use_source(con, source)
-    params = _rollup_params(start_utc, end_utc)
+    start_utc, end_utc = _data_span(con, start_utc, end_utc)
+    windows = list(_roll_up(con, start_utc, end_utc, lookback_us=0, in_flight=False)) if start_utc else []
     return {
-        "fct_traffic_hourly": con.sql(sql.load("int_profile_traffic"), params=params).to_arrow_table(),
-        "fct_histogram_hourly": con.sql(
-            sql.load("int_profile_histogram"), params=params | {"inv_ln_gamma": 1 / math.log(HISTOGRAM_GAMMA)}
-        ).to_arrow_table(),
+        "fct_traffic_hourly": pa_arrow.concat_tables(
+            [w.traffic(ALL_MODELS) for w in windows] or [TRAFFIC_SCHEMA.empty_table()]),
+        "fct_histogram_hourly": pa_arrow.concat_tables(
+            [w.histogram(ALL_MODELS) for w in windows] or [HISTOGRAM_SCHEMA.empty_table()]),
     }
+
+
+def _data_span(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime
+               ) -> tuple[datetime | None, datetime | None]:
+    """``[start_utc, end_utc)`` narrowed to the whole hours ``profile_source`` has rows in; ``None`` if none."""
+    first, last = con.execute(
+        "select min(ts_utc), max(ts_utc) from profile_source where ts_utc >= $start_utc and ts_utc < $end_utc",
+        _rollup_params(start_utc, end_utc)).fetchall()[0]
+    if first is None:
+        return None, None
+    return max(start_utc, _floor_hour(first)), min(end_utc, _floor_hour(last) + _HOUR)
+
+
+ROLLUP_WINDOW_HOURS = 24
+"""Hours rolled up per scan: bounds the per-second and histogram arrays (and the spans of the sweep)."""
+_BATCH_ROWS = 1 << 19
+
+
+def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, *, lookback_us: int,
+             in_flight: bool) -> Iterable[WindowRollup]:
+    """One :class:`~capplan.profile_rollup.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``.
+
+    Each window is one streamed scan (``sql/int_profile_rows.sql``); a table stored in arrival order
+    skips the other windows' row groups by their min/max timestamps.
+    """
+    models = [r[0] for r in con.execute(
+        "select distinct model from profile_source where ts_utc >= $start_utc::timestamp - to_microseconds($lookback_us)"
+        " and ts_utc < $end_utc order by model",
+        _rollup_params(start_utc, end_utc) | {"lookback_us": lookback_us}).fetchall()]
+    inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
+    query = sql.load("int_profile_rows")
+    window = timedelta(hours=ROLLUP_WINDOW_HOURS)
+    start = start_utc
+    while start < end_utc:
+        end = min(start + window, end_utc)
+        first_hour = int((_floor_hour(start) - datetime(1970, 1, 1)) // _HOUR)
+        n_hours = -int(-(end - datetime(1970, 1, 1)) // _HOUR) - first_hour  # ceil
+        rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight)
+        params = _rollup_params(start, end) | {"lookback_us": lookback_us, "models": models}
+        for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
+            rollup.add(batch)
+        yield rollup
+        start = end
 
 
 def merge_rollups(con: duckdb.DuckDBPyConnection, parts: Iterable[dict[str, pa_arrow.Table]]) -> dict[str, pa_arrow.Table]:
@@ -256,68 +308,43 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None
 
 
 def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, datetime]]) -> None:
-    """Replace the rollup rows of each run of hours by a fresh roll-up of ``requests``."""
-    _use_source(con, "requests")
-    lookback_ms = con.execute("select coalesce(max(latency_ms), 0) from requests").fetchall()[0][0]
-    inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
-    for start_utc, end_utc in runs:
-        params = _rollup_params(start_utc, end_utc)
-        for table in ROLLUP_TABLES:
-            con.execute(f"delete from {table} where hour_utc >= $start_utc and hour_utc < $end_utc", params)  # noqa: S608
-        con.execute("insert into fct_traffic_hourly " + sql.load("int_profile_traffic"), params)
-        con.execute("insert into fct_histogram_hourly " + sql.load("int_profile_histogram"),
-                    params | {"inv_ln_gamma": inv_ln_gamma})
-        spans = con.sql(sql.load("int_profile_inflight_spans"),
-                        params=params | {"lookback_us": math.ceil(lookback_ms * 1000)}).to_arrow_table()
-        con.register("profile_concurrency", _concurrency_frame(spans, start_utc, end_utc))
-        try:
-            con.execute("insert into fct_concurrency_hourly select * from profile_concurrency")
-        finally:
-            con.unregister("profile_concurrency")
+    """Replace the rollup rows of each run of hours by a fresh roll-up of ``requests``.
 
-
-_US_PER_HOUR = 3_600_000_000
-
-
-def peak_in_flight_per_hour(
-    start_us: np.ndarray, end_us: np.ndarray, first_hour_epoch: int, end_hour_epoch: int
-) -> np.ndarray:
-    """Peak number of requests in flight in each hour, by a sweep over spans ``[start_us, end_us)``.
-
-    Parameters
-    ----------
-    start_us, end_us : numpy.ndarray of int64
-        Arrival and completion times (arrival + latency) of each request. [µs since the epoch]
-    first_hour_epoch, end_hour_epoch : int
-        The hours ``[first, end)`` to report. [hours since the epoch]
-
-    Returns
-    -------
-    numpy.ndarray of int64
-        Peak in flight per hour. [requests]
-
-    Notes
-    -----
-    In flight at *t* = arrivals ≤ *t* − completions ≤ *t*: spans are half-open, so a request that
-    completes at *t* does not overlap one arriving at *t*. The count only rises at an arrival, so an
-    hour's peak is the larger of the count carried in at its start and the count just after each of
-    its arrivals. Sorting arrivals and completions separately and counting with binary search costs
-    O(n log n) without a global event sort.
+    A window's tables (the in-flight sweep above all) are built on a second thread while this one
+    scans and counts the next window: DuckDB and numpy's array loops release the GIL. The scan stays
+    on ``con``, so it sees the caller's uncommitted rows.
     """
-    starts, ends = np.sort(start_us), np.sort(end_us)
-    edges = np.arange(first_hour_epoch, end_hour_epoch + 1, dtype=np.int64) * _US_PER_HOUR
-    carried = np.searchsorted(starts, edges[:-1], "left") - np.searchsorted(ends, edges[:-1], "right")
-    after_arrival = np.arange(1, len(starts) + 1) - np.searchsorted(ends, starts, "right")
-    first, stop = np.searchsorted(starts, edges[:-1], "left"), np.searchsorted(starts, edges[1:], "left")
-    busy = first < stop
-    peaks = carried.astype(np.int64)
-    if busy.any():
-        # reduceat over [first of this busy hour, first of the next busy hour) = this hour's arrivals
-        # arrivals at or after the last edge belong to no reported hour: cut them off, or the
-        # last busy hour's segment would run on into them
-        in_window = after_arrival[: stop[-1]]
-        peaks[busy] = np.maximum(peaks[busy], np.maximum.reduceat(in_window, first[busy])[: busy.sum()])
-    return peaks
+    _use_source(con, "requests")
+    lookback_us = math.ceil(con.execute("select coalesce(max(latency_ms), 0) from requests").fetchall()[0][0] * 1000)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: list[Future] = []
+        for start_utc, end_utc in runs:
+            for table in ROLLUP_TABLES:
+                con.execute(f"delete from {table} where hour_utc >= $start_utc and hour_utc < $end_utc",  # noqa: S608
+                            _rollup_params(start_utc, end_utc))
+            for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True):
+                pending.append(pool.submit(_window_tables, rollup))
+                if len(pending) > 1:  # at most two windows in memory
+                    _insert(con, pending.pop(0).result())
+        for done in pending:
+            _insert(con, done.result())
+
+
+def _window_tables(rollup: WindowRollup) -> dict[str, pa_arrow.Table]:
+    return {"fct_traffic_hourly": rollup.traffic(ALL_MODELS), "fct_histogram_hourly": rollup.histogram(ALL_MODELS),
+            "fct_concurrency_hourly": rollup.concurrency(ALL_MODELS)}
+
+
+def _insert(con: duckdb.DuckDBPyConnection, tables: dict[str, pa_arrow.Table]) -> None:
+    for table, rows in tables.items():
+        con.register("profile_window", rows)
+        try:
+            con.execute(f"insert into {table} select * from profile_window")  # noqa: S608
+        finally:
+            con.unregister("profile_window")
+
+
+_US_PER_HOUR = US_PER_HOUR
 
 
 def _concurrency_frame(spans: pa_arrow.Table, start_utc: datetime, end_utc: datetime) -> pd.DataFrame:

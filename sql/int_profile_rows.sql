@@ -1,0 +1,33 @@
+-- the rows of `profile_source` the hourly rollup reads (capplan/profile_rollup.py counts them with
+-- numpy): arrivals in [$start_utc - $lookback_us, $end_utc), narrowed to epoch microseconds, a
+-- model index into $models (0-based), a status class, tokens and times (NaN when not logged).
+-- Rows before $start_utc are only there for the in-flight sweep (requests still running when the
+-- window starts); $lookback_us = 0 leaves them out.
+with
+
+source as (
+    select ts_utc, model, status, input_tokens, output_tokens, ttft_ms, latency_ms
+    from profile_source
+    where ts_utc >= $start_utc::timestamp - to_microseconds($lookback_us)
+      and ts_utc < $end_utc::timestamp
+),
+
+final as (
+    select
+        epoch_us(ts_utc) as ts_us,  -- UTC timestamp -> microseconds since the epoch
+        (list_position($models::varchar[], model) - 1)::usmallint as model_index,
+        -- 0: success (2xx); 1: client error that is no SLI event (4xx but 429); 2: any other status
+        case
+            when status >= 200 and status < 300 then 0
+            when status >= 400 and status < 500 and status <> 429 then 1
+            else 2
+        end::utinyint as status_class,
+        input_tokens,   -- [tokens]
+        output_tokens,  -- [tokens]
+        -- [ms]; not logged -> NaN, so the Arrow columns have no nulls and numpy reads them without a copy
+        coalesce(ttft_ms, 'nan'::double) as ttft_ms,
+        coalesce(latency_ms, 'nan'::double) as latency_ms
+    from source
+)
+
+select * from final
