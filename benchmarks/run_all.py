@@ -21,7 +21,9 @@ Sections (each figure from a fresh process, so its peak memory is its own):
 
 The machine is shared and noisy: every row carries the ratio to its own baseline measured in the same
 run; a yardstick (bare hourly ``group by`` over the smallest Parquet file) is measured before and after,
-and the load average is printed. Peak memory is the peak of the summed RSS of the process and all its
+and the 1-minute load average at the start of each step is printed beside it. The steps run in the order
+of :func:`run_order`, and ``--markdown`` is rewritten after each, so a run stopped early keeps its figures.
+Peak memory is the peak of the summed RSS of the process and all its
 children (Dask workers included), sampled every 50 ms.
 """
 
@@ -35,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -223,7 +226,8 @@ def run_profile(rows: int, workdir: Path) -> list[dict]:
     ]
 
 
-def run_partitioned(rows: int, workdir: Path) -> list[dict]:
+def run_partitioned(rows: int, workdir: Path, repeat: int = 1) -> list[dict]:
+    """The three modes, interleaved in ``repeat`` rounds; medians of seconds and of each round's ratio to single."""
     root = hive_folder(rows, workdir)
     n_rows = int(duckdb.execute("select sum(num_rows) from parquet_file_metadata(?)",
                                 [str(root / "dt=*" / "*.parquet")]).fetchone()[0])
@@ -231,16 +235,26 @@ def run_partitioned(rows: int, workdir: Path) -> list[dict]:
            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
            "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED": "false",
            "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING"}
-    out, single, dbs = [], None, {}
+    dbs = {mode: workdir / f"partitioned-{mode}.duckdb" for mode in PARTITIONED_MODES}
+    seconds: dict[str, list[float]] = {mode: [] for mode in PARTITIONED_MODES}
+    peaks: dict[str, list[float]] = {mode: [] for mode in PARTITIONED_MODES}
+    same: dict[str, bool] = {}
+    for _ in range(repeat):
+        for mode in PARTITIONED_MODES:  # interleaved: each round sees the same load for all three
+            r, _, peak = child_run([sys.executable, __file__, "--child", mode, str(root), str(dbs[mode])], env)
+            seconds[mode].append(r["seconds"])
+            peaks[mode].append(peak)
+            if mode != "single":
+                same[mode] = same.get(mode, True) and same_facts(dbs["single"], dbs[mode])
+    out = []
     for mode in PARTITIONED_MODES:
-        dbs[mode] = workdir / f"partitioned-{mode}.duckdb"
-        r, _, peak = child_run([sys.executable, __file__, "--child", mode, str(root), str(dbs[mode])], env)
-        single = r["seconds"] if mode == "single" else single
         what = {"single": "single process: ingest + profile", "partitioned-none": "partitions, in-process flow",
                 "partitioned-dask": "partitions, Dask 2 workers"}[mode]
-        same = "" if mode == "single" else f" (identical facts: {same_facts(dbs['single'], dbs[mode])})"
-        out.append({"section": "partitioned", "rows": n_rows, "what": what + same, "seconds": r["seconds"],
-                    "peak_mib": peak, "ratio": r["seconds"] / single, "baseline": "single process",
+        what += "" if mode == "single" else f" (identical facts: {same[mode]})"
+        what += f", median of {repeat}" if repeat > 1 else ""
+        ratios = [t / s for t, s in zip(seconds[mode], seconds["single"])]
+        out.append({"section": "partitioned", "rows": n_rows, "what": what, "seconds": statistics.median(seconds[mode]),
+                    "peak_mib": max(peaks[mode]), "ratio": statistics.median(ratios), "baseline": "single process",
                     "target": None if mode == "single" else 1.3})
     for path in dbs.values():
         for f in (path, Path(f"{path}.wal")):
@@ -274,14 +288,15 @@ def _cell(value, spec: str) -> str:
 
 def table(rows: list[dict], yard_s: float) -> str:
     """A Markdown table of the results; a row with a target says whether its ratio meets it."""
-    lines = ["| section | rows | what | seconds | rows/s | peak MiB | ratio | to | target | × yardstick |",
-             "|---|---:|---|---:|---:|---:|---:|---|---|---:|"]
+    lines = ["| section | rows | what | seconds | rows/s | peak MiB | ratio | to | target | × yardstick | load |",
+             "|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|"]
     for r in rows:
         rate = r["rows"] / r["seconds"] if r.get("rows") and r["seconds"] else None
         target = "" if r.get("target") is None else f"≤ {r['target']} {'ok' if r['ratio'] <= r['target'] else 'MISSED'}"
         lines.append(" | ".join(["", r["section"], _cell(r.get("rows"), ","), r["what"], _cell(r["seconds"], ".2f"),
                                  _cell(rate, ",.0f"), _cell(r.get("peak_mib"), ",.0f"), _cell(r.get("ratio"), ".2f"),
-                                 r.get("baseline", ""), target, _cell(r["seconds"] / yard_s, ",.0f"), ""]).strip())
+                                 r.get("baseline", ""), target, _cell(r["seconds"] / yard_s, ",.1f"),
+                                 _cell(r.get("load"), ".1f"), ""]).strip())
     return "\n".join(lines)
 
 
@@ -291,6 +306,8 @@ def main() -> None:
     parser.add_argument("--partitioned-size", default=None, help="Rows for the partitioned section (default: "
                                                                  "the smallest size). [rows]")
     parser.add_argument("--sections", default="ingest,profile,partitioned,plan,forecast")
+    parser.add_argument("--partitioned-repeat", type=int, default=1,
+                        help="Interleaved rounds of the partitioned section's three modes; medians reported.")
     parser.add_argument("--quick", action="store_true", help="1M rows everywhere: checks that everything runs.")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/capplan-bench"))
     parser.add_argument("--markdown", type=Path, help="Also write the table to this file.")
@@ -307,17 +324,15 @@ def main() -> None:
     before = yardstick_s(yard_file)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; yardstick {before:.3f} s", flush=True)
     results: list[dict] = []
-    for size in sizes:
-        for name, run in (("ingest", run_ingest), ("profile", run_profile)):
-            if name in sections:
-                results += run(size, args.workdir)
-                print(f"  {name} {size:,} done: {json.dumps(results[-2:])}", flush=True)
-    steps = (("partitioned", lambda: run_partitioned(part_size, args.workdir)),
-             ("plan", lambda: run_plan(args.workdir)), ("forecast", run_forecast))
-    for name, run in steps:
-        if name in sections:
-            results += run()
-            print(f"  {name} done: {json.dumps(results[-3:])}", flush=True)
+    steps = run_order(sizes, part_size, sections, args.workdir, args.partitioned_repeat)
+    for i, (name, run) in enumerate(steps, start=1):
+        load = os.getloadavg()[0]
+        rows = run()
+        results += [{**r, "load": load} for r in rows]
+        print(f"  {name} done at {time.strftime('%H:%M:%S', time.gmtime())} UTC: {json.dumps(rows)}", flush=True)
+        if args.markdown and i < len(steps):  # a run stopped early keeps what it measured
+            args.markdown.write_text(f"partial: {i} of {len(steps)} steps; yardstick {before:.3f} s before\n\n"
+                                     + table(results, before) + "\n")
     after = yardstick_s(yard_file)
     yard = statistics.mean([before, after])
     text = (f"yardstick (bare hourly group by over {sizes[0]:,} Parquet rows): {before:.3f} s before, {after:.3f} s "
@@ -325,6 +340,21 @@ def main() -> None:
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
+
+
+def run_order(sizes: list[int], part_size: int, sections: list[str], workdir: Path,
+              partitioned_repeat: int = 1) -> list[tuple[str, Callable]]:
+    """The steps in run order: the smallest size's ingest and profile, the partitioned, plan and forecast
+    sections, then the profile at each larger size (its flat memory is a target), then the ingest at each
+    larger size (no target, and the longest steps). A run stopped early has measured every section once."""
+    first, *larger = sizes
+    steps = [(f"ingest {first:,}", "ingest", lambda: run_ingest(first, workdir)),
+             (f"profile {first:,}", "profile", lambda: run_profile(first, workdir)),
+             ("partitioned", "partitioned", lambda: run_partitioned(part_size, workdir, partitioned_repeat)),
+             ("plan", "plan", lambda: run_plan(workdir)), ("forecast", "forecast", run_forecast)]
+    steps += [(f"profile {size:,}", "profile", lambda size=size: run_profile(size, workdir)) for size in larger]
+    steps += [(f"ingest {size:,}", "ingest", lambda size=size: run_ingest(size, workdir)) for size in larger]
+    return [(label, run) for label, section, run in steps if section in sections]
 
 
 if __name__ == "__main__":
