@@ -59,6 +59,10 @@ class IngestConfig(_Section):
                               "contract_sample_rows of each file, every row (in bounded chunks), or not at all.")
     contract_sample_rows: int = Field(
         100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk. [rows]")
+    memory_limit_mib: int | None = Field(
+        1024, gt=0, description="DuckDB memory limit while a file is ingested: the duplicate-id hash table and "
+                                "the inserts spill to disk beyond it, so peak memory does not grow with the "
+                                "file; null keeps DuckDB's own limit (80 % of RAM). [MiB]")
 
 
 class ProfileConfig(_Section):

@@ -63,6 +63,12 @@ _REJECT_RULES = {"TOO MANY COLUMNS": "csv_wrong_column_count", "MISSING COLUMNS"
                  "LINE SIZE OVER MAXIMUM": "line_too_long"}
 _HEADERLESS = re.compile(r"column\d+")
 _CHUNK_BYTES = 8 << 20
+#: CSV reader: the longest line read (a longer one is quarantined as line_too_long), and its buffer.
+#: DuckDB's default buffer is 16 lines' worth (1 GiB here), which alone breaks a 1 GiB memory limit on
+#: a gzip file; a buffer of one line's size still reads 60 MiB lines, in less memory and no more time
+#: (5 M rows: 312-392 MiB vs 504-509 MiB peak, measured).
+_MAX_LINE_BYTES = 64 << 20
+_CSV_BUFFER_BYTES = _MAX_LINE_BYTES
 Status = Literal["loaded", "replaced", "unchanged", "refused", "error"]
 
 
@@ -248,20 +254,53 @@ def _json_pointer(key: str) -> str:
     return "/" + key.replace("~", "~0").replace("/", "~1")
 
 
+#: canonical columns whose check is numeric: a source column of a numeric type stays typed
+NUMERIC_COLUMNS = ("input_tokens", "output_tokens", "status", "ttft_ms", "latency_ms")
+_NUMERIC_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+                  "ubigint", "uhugeint", "float", "double", "decimal"}
+_WALL_TYPES = {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date"}
+#: the four forms of the timestamp in `ingest_raw` (sql/stg_requests.sql); exactly one is not null
+_TS_FORMS = ("ts_utc_raw", "ts_utc_instant", "ts_utc_wall", "ts_utc_number")
+
+
+def _ts_form(type_id: str | None) -> str:
+    """Which `ingest_raw` timestamp column a source column of DuckDB type ``type_id`` feeds (None: text)."""
+    if type_id == "timestamp with time zone":
+        return "ts_utc_instant"
+    if type_id in _WALL_TYPES:
+        return "ts_utc_wall"
+    return "ts_utc_number" if type_id in _NUMERIC_TYPES else "ts_utc_raw"
+
+
 def _raw_columns(mapping: dict[str, str], present: Callable[[str], bool],
-                 value: Callable[[str], duckdb.Expression]) -> tuple[list[duckdb.Expression], tuple[str, ...]]:
-    """``<canonical>_raw`` expressions for the view; optional columns the source lacks get defaults."""
+                 value: Callable[[str], duckdb.Expression], type_of: Callable[[str], str | None] = lambda c: None,
+                 ) -> tuple[list[duckdb.Expression], tuple[str, ...]]:
+    """The per-column expressions of `ingest_raw`; optional columns the source lacks get defaults.
+
+    ``type_of(source column)`` is the reader's type id, or None for text formats. A column the
+    reader already typed (Parquet) is passed on typed: the timestamp as a UTC instant, a wall time
+    or a number, numeric columns as numbers, so the staging SQL needs no round trip through
+    VARCHAR for them (the typed fast path). Anything else is cast to VARCHAR for the SQL to parse.
+    The required columns are present (checked by :func:`_require` first).
+    """
     exprs: list[duckdb.Expression] = []
     defaulted: list[str] = []
-    varchar = duckdb.sqltype("VARCHAR")
+    ts_types = {name: duckdb.sqltype(t) for name, t in zip(_TS_FORMS, ("VARCHAR", "TIMESTAMP", "TIMESTAMP", "DOUBLE"))}
+    varchar = ts_types["ts_utc_raw"]
     for canonical in CANONICAL_COLUMNS:
         src = mapping.get(canonical)
-        if src is not None and present(src):
-            exprs.append(value(src).cast(varchar).alias(f"{canonical}_raw"))
-            continue
-        defaulted.append(canonical)
-        fallback = {"model": DEFAULT_MODEL, "status": DEFAULT_STATUS}.get(canonical)
-        exprs.append(ConstantExpression(fallback).cast(varchar).alias(f"{canonical}_raw"))
+        if canonical == "ts_utc":
+            # session TimeZone is UTC, so a timestamptz cast to timestamp is the UTC wall time
+            form = _ts_form(type_of(src))
+            exprs += [(value(src) if name == form else ConstantExpression(None)).cast(typed).alias(name)
+                      for name, typed in ts_types.items()]
+        elif src is not None and present(src):
+            typed = canonical in NUMERIC_COLUMNS and type_of(src) in _NUMERIC_TYPES
+            exprs.append((value(src) if typed else value(src).cast(varchar)).alias(f"{canonical}_raw"))
+        else:
+            defaulted.append(canonical)
+            fallback = {"model": DEFAULT_MODEL, "status": DEFAULT_STATUS}.get(canonical)
+            exprs.append(ConstantExpression(fallback).cast(varchar).alias(f"{canonical}_raw"))
     return exprs, tuple(defaulted)
 
 
@@ -275,7 +314,8 @@ def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present:
 
 
 def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> _Raw:
-    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=64 << 20)
+    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=_MAX_LINE_BYTES,
+                       buffer_size=_CSV_BUFFER_BYTES)
     columns = rel.columns
     header = not all(_HEADERLESS.fullmatch(c) for c in columns)
     if not header:  # no header: columns are in the preset's canonical order
@@ -294,7 +334,8 @@ def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str,
     rel = con.read_parquet(str(path), file_row_number=True)
     columns = [c for c in rel.columns if c != "file_row_number"]
     _require(path, mapping, columns, lambda c: c in columns)
-    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
+    types = {c: t.id for c, t in zip(rel.columns, rel.types)}
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression, types.get)
     raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
     rows = SQLExpression("file_row_number + 1").alias("source_row")
     rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
@@ -307,7 +348,7 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
     # quarantined row instead of an error for the whole file; blank lines are not records.
     lines = con.read_csv(str(path), header=False, sep="\x1f", quotechar="", escapechar="",
                          columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
-                         max_line_size=64 << 20)
+                         max_line_size=_MAX_LINE_BYTES, buffer_size=_CSV_BUFFER_BYTES)
     numbered = lines.select(SQLExpression("row_number() over ()").alias("source_row"), ColumnExpression("line"))
     valid = CaseExpression(FunctionExpression("json_valid", ColumnExpression("line")),
                            FunctionExpression("json_type", ColumnExpression("line")) == ConstantExpression("OBJECT")
@@ -432,6 +473,9 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     if old is not None and policy == "refuse":
         raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
                           "refusing (use --on-changed replace to replace its rows)")
+    previous_limit = _first(con, "select current_setting('memory_limit')")[0]
+    if cfg.memory_limit_mib is not None:  # a setting, not transactional: restored below whatever happens
+        con.execute("set memory_limit = ?", [f"{cfg.memory_limit_mib}MiB"])
     con.begin()
     try:
         result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
@@ -440,6 +484,8 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     except BaseException:
         con.rollback()
         raise
+    finally:
+        con.execute("set memory_limit = ?", [previous_limit])
     return result
 
 
@@ -455,6 +501,7 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         file_id = int(_first(con, "select nextval('ingest_file_id_seq')")[0])
         for table in ("reject_errors", "reject_scans"):  # the CSV reader appends to these per connection
             con.execute(f"drop table if exists temp.{table}")
+        con.execute(sql.load("stg_ingest_macros"))
         raw = (_open_csv(con, path, mapping, list(PRESETS[source.preset].values())) if kind == "csv" else
                _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping))
         params = {**_stage_params(source, cfg, file_id, path, now_utc), "replaced_file_id": replaces}
@@ -481,7 +528,8 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     appended row in memory until commit: 4.3 GiB at 20 M rows, measured).
     """
     file_id = params["file_id"]
-    con.execute(sql.load("stg_ingest_duplicate_ids"))
+    for step in ("stg_ingest_repeated_hashes", "stg_ingest_duplicate_ids"):  # the second is ~free when no repeats
+        con.execute(sql.load(step))
     staged = con.sql(sql.load("stg_requests"), params=params)
     staged.filter("rule is null").select(*CANONICAL_COLUMNS, "file_id").insert_into("requests")
     if kind != "parquet":

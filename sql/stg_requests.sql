@@ -1,9 +1,20 @@
--- stage one request-log file: parse the raw (VARCHAR) columns of the temp view `ingest_raw`
--- and name the FIRST rule each row breaks (`rule` is null for a good row).
--- `ingest_raw` columns: source_row (1-based data row of the file), raw (the row as read), raw_error
--- (a rule the reader already knows is broken, e.g. json_malformed; else null),
--- ts_utc_raw, input_tokens_raw, output_tokens_raw, model_raw, status_raw, ttft_ms_raw,
--- latency_ms_raw, request_id_raw, tenant_raw, zone_raw.
+-- stage one request-log file: parse the columns of the temp view `ingest_raw` and name the FIRST
+-- rule each row breaks (`rule` is null for a good row).
+-- `ingest_raw` columns (built by capplan/ingest.py from the reader's column types):
+--   source_row (1-based data row of the file), raw (the row as read), raw_error (a rule the reader
+--   already knows is broken, e.g. json_malformed; else null);
+--   the timestamp in exactly one of four forms, the other three null:
+--     ts_utc_raw (VARCHAR text), ts_utc_instant (TIMESTAMP, UTC: a typed zone-aware column),
+--     ts_utc_wall (TIMESTAMP, naive wall time in $timezone: a typed naive column),
+--     ts_utc_number (DOUBLE: a typed numeric column, epoch or offset from $origin_utc);
+--   input_tokens_raw, output_tokens_raw, status_raw, ttft_ms_raw, latency_ms_raw: VARCHAR, or the
+--     source's numeric type when the reader already typed the column (Parquet; the typed fast path);
+--   model_raw, request_id_raw, tenant_raw, zone_raw: VARCHAR.
+-- Text columns go through the macro ingest_text (sql/stg_ingest_macros.sql).
+-- Numeric text is parsed by try_cast, which skips surrounding whitespace; trim and the
+-- missing-or-unparseable distinctions run only on rows whose value did not parse (DuckDB evaluates a
+-- CASE branch and the right side of `and` only on the rows that reach them), so a typed column costs
+-- a cheap numeric cast, and a clean text column one try_cast.
 -- parameters: $file_id, $path, $now_utc (ingest time, UTC), $future_tolerance_s [s],
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
@@ -15,56 +26,60 @@ source as (
     select * from ingest_raw
 ),
 
-texts as (
+numbers as (
     select
         source_row,
         raw,
         raw_error,
-        nullif(trim(ts_utc_raw), '') as ts_text,
-        nullif(trim(input_tokens_raw), '') as input_tokens_text,
-        nullif(trim(output_tokens_raw), '') as output_tokens_text,
-        nullif(trim(model_raw), '') as model_text,
-        lower(nullif(trim(status_raw), '')) as status_text,
-        nullif(trim(ttft_ms_raw), '') as ttft_ms_text,
-        nullif(trim(latency_ms_raw), '') as latency_ms_text,
-        nullif(trim(request_id_raw), '') as request_id_text,
-        nullif(trim(tenant_raw), '') as tenant_text,
-        nullif(trim(zone_raw), '') as zone_text
+        ts_utc_raw,
+        ts_utc_instant,
+        ts_utc_wall,
+        coalesce(ts_utc_number, case when $unit_us is not null then try_cast(ts_utc_raw as double) end) as ts_number,
+        input_tokens_raw,
+        output_tokens_raw,
+        status_raw,
+        ttft_ms_raw,
+        latency_ms_raw,
+        try_cast(input_tokens_raw as double) as input_tokens_number,
+        try_cast(output_tokens_raw as double) as output_tokens_number,
+        try_cast(status_raw as double) as status_number,
+        try_cast(ttft_ms_raw as double) as ttft_ms_number,
+        try_cast(latency_ms_raw as double) as latency_ms_number,
+        ingest_text(model_raw) as model_text,
+        ingest_text(request_id_raw) as request_id_text,
+        ingest_text(tenant_raw) as tenant_text,
+        ingest_text(zone_raw) as zone_text
     from source
-),
-
-numbers as (
-    select
-        *,
-        try_cast(ts_text as double) as ts_number,
-        try_cast(input_tokens_text as double) as input_tokens_number,
-        try_cast(output_tokens_text as double) as output_tokens_number,
-        try_cast(ttft_ms_text as double) as ttft_ms_number,
-        try_cast(latency_ms_text as double) as latency_ms_number,
-        -- an offset (Z, +hh, +hhmm, +hh:mm) right after a time of day: the text names its own zone
-        regexp_matches(ts_text, '\d:\d\d(:\d\d(\.\d*)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)$') as ts_has_offset
-    from texts
 ),
 
 parsed as (
     select
         *,
         case
+            when ts_utc_instant is not null then ts_utc_instant
+            -- naive wall time in $timezone, converted to UTC
+            when ts_utc_wall is not null then
+                case when $timezone = 'UTC' then ts_utc_wall else cast(timezone($timezone, ts_utc_wall) as timestamp) end
             -- numeric: epoch, or offset from $origin_utc, in units of $unit_us microseconds
             when ts_number is not null then try(
                 coalesce(cast($origin_utc as timestamp), timestamp '1970-01-01')
                 + to_microseconds(try_cast(round(ts_number * $unit_us) as bigint)))
-            -- session TimeZone is UTC, so timestamptz -> timestamp yields UTC wall time
-            when ts_has_offset then cast(try_cast(ts_text as timestamptz) as timestamp)
-            -- naive: wall time in $timezone, converted to UTC
-            else try(cast(timezone($timezone, try_cast(ts_text as timestamp)) as timestamp))
+            -- text naming its own zone (an offset Z, +hh, +hhmm, +hh:mm right after a time of day), or
+            -- naive text when $timezone is UTC: the session TimeZone is UTC, so timestamptz -> timestamp
+            -- yields UTC wall time
+            when $timezone = 'UTC'
+                or regexp_matches(trim(ts_utc_raw), '\d:\d\d(:\d\d(\.\d*)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)$')
+                then cast(try_cast(ts_utc_raw as timestamptz) as timestamp)
+            -- naive text: wall time in $timezone, converted to UTC
+            else try(cast(timezone($timezone, try_cast(trim(ts_utc_raw) as timestamp)) as timestamp))
         end as ts_utc,
         case
-            when status_text in ('success', 'succeeded', 'ok', 'true') then 200
-            when status_text in ('failure', 'failed', 'fail', 'error', 'false') then 500
-            when try_cast(status_text as double) between 100 and 599
-                and try_cast(status_text as double) = floor(try_cast(status_text as double))
-                then cast(try_cast(status_text as double) as smallint)
+            when status_number is not null then
+                case when status_number between 100 and 599 and status_number = floor(status_number)
+                    then cast(status_number as smallint) end
+            when lower(trim(cast(status_raw as varchar))) in ('success', 'succeeded', 'ok', 'true') then 200
+            when lower(trim(cast(status_raw as varchar))) in ('failure', 'failed', 'fail', 'error', 'false')
+                then 500
         end as status_code
     from numbers
 ),
@@ -86,20 +101,26 @@ checked as (
         p.*,
         case
             when p.raw_error is not null then p.raw_error
-            when p.ts_text is null then 'timestamp_missing'
-            when p.ts_utc is null then 'timestamp_unparseable'
+            when p.ts_utc is null then
+                case when p.ts_number is null and nullif(trim(p.ts_utc_raw), '') is null
+                    and p.ts_utc_wall is null then 'timestamp_missing' else 'timestamp_unparseable' end
             when p.ts_utc > cast($now_utc as timestamp) + to_microseconds(cast($future_tolerance_s * 1e6 as bigint))
                 then 'timestamp_future'
-            when p.input_tokens_text is null or p.output_tokens_text is null then 'tokens_missing'
-            when p.input_tokens_number is null or p.output_tokens_number is null
-                or p.input_tokens_number <> floor(p.input_tokens_number)
+            when p.input_tokens_number is null or p.output_tokens_number is null then
+                case when nullif(trim(cast(p.input_tokens_raw as varchar)), '') is null
+                    or nullif(trim(cast(p.output_tokens_raw as varchar)), '') is null
+                    then 'tokens_missing' else 'tokens_not_integer' end
+            when p.input_tokens_number <> floor(p.input_tokens_number)
                 or p.output_tokens_number <> floor(p.output_tokens_number) then 'tokens_not_integer'
             when p.input_tokens_number < 0 or p.output_tokens_number < 0 then 'tokens_negative'
             when p.input_tokens_number + p.output_tokens_number > $context_limit_tokens
                 then 'tokens_above_context_limit'
             when p.status_code is null then 'status_unknown'
-            when p.ttft_ms_text is not null and not coalesce(p.ttft_ms_number >= 0, false) then 'ttft_ms_invalid'
-            when p.latency_ms_text is not null and not coalesce(p.latency_ms_number >= 0, false)
+            when p.ttft_ms_number < 0
+                or (p.ttft_ms_number is null and nullif(trim(cast(p.ttft_ms_raw as varchar)), '') is not null)
+                then 'ttft_ms_invalid'
+            when p.latency_ms_number < 0
+                or (p.latency_ms_number is null and nullif(trim(cast(p.latency_ms_raw as varchar)), '') is not null)
                 then 'latency_ms_invalid'
             when f.first_row < p.source_row then 'request_id_duplicate'
             when l.request_id_text is not null then 'request_id_duplicate'
@@ -130,22 +151,25 @@ final as (
         case rule
             when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
             when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
-            when 'timestamp_unparseable' then 'ts_utc: ' || ts_text
+            when 'timestamp_unparseable' then 'ts_utc: '
+                || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar))
                 || ' is not ISO-8601, or is numeric without a timestamp unit; expected a timestamp'
             when 'timestamp_future' then 'ts_utc: ' || cast(ts_utc as varchar) || ' UTC is after the ingest time '
                 || cast(cast($now_utc as timestamp) as varchar) || ' UTC plus ' || $future_tolerance_s || ' s'
             when 'tokens_missing' then 'input_tokens/output_tokens: no value; expected an integer >= 0'
-            when 'tokens_not_integer' then 'input_tokens=' || coalesce(input_tokens_text, '')
-                || ', output_tokens=' || coalesce(output_tokens_text, '') || ': expected integers'
-            when 'tokens_negative' then 'input_tokens=' || input_tokens_text
-                || ', output_tokens=' || output_tokens_text || ': expected >= 0'
+            when 'tokens_not_integer' then 'input_tokens=' || coalesce(trim(cast(input_tokens_raw as varchar)), '')
+                || ', output_tokens=' || coalesce(trim(cast(output_tokens_raw as varchar)), '') || ': expected integers'
+            when 'tokens_negative' then 'input_tokens=' || trim(cast(input_tokens_raw as varchar))
+                || ', output_tokens=' || trim(cast(output_tokens_raw as varchar)) || ': expected >= 0'
             when 'tokens_above_context_limit' then 'input_tokens+output_tokens='
                 || cast(input_tokens_number + output_tokens_number as bigint)
                 || ' exceeds the context limit of ' || $context_limit_tokens || ' tokens'
-            when 'status_unknown' then 'status: ' || coalesce(status_text, 'no value')
+            when 'status_unknown' then 'status: '
+                || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
                 || ' is not an HTTP code 100-599 or a success/failure word'
-            when 'ttft_ms_invalid' then 'ttft_ms: ' || ttft_ms_text || ' is not a number >= 0'
-            when 'latency_ms_invalid' then 'latency_ms: ' || latency_ms_text || ' is not a number >= 0'
+            when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a number >= 0'
+            when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
+                || ' is not a number >= 0'
             when 'request_id_duplicate' then 'request_id: ' || request_id_text || ' already seen '
                 || case when duplicate_of_loaded then 'in an earlier file'
                         else 'at data row ' || duplicate_of_row end

@@ -1,0 +1,126 @@
+"""capplan.ingest's typed fast path: Parquet columns the reader already typed are checked as typed.
+
+The same logical rows written as typed Parquet and as CSV text must load the same rows and
+quarantine the same rows under the same rules; typed timestamps (zone-aware, naive, numeric)
+convert as their text forms do.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capplan.config import IngestConfig, SourceConfig
+from capplan.db import connect
+from capplan.ingest import load_file
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+CFG = IngestConfig(contract_check="all")
+CANONICAL = SourceConfig(name="typed")
+NOON = datetime(2026, 10, 1, 12)
+
+
+def _load(path: Path, source: SourceConfig = CANONICAL):
+    con = connect()
+    result = load_file(con, path, source, CFG, now_utc=NOW)
+    rules = con.execute("select row_number, rule from quarantine order by row_number").fetchall()
+    loaded = con.execute("select * exclude (file_id) from requests order by ts_utc, request_id").fetchall()
+    return result, rules, loaded, con
+
+
+def _write(table: pa.Table, path: Path) -> Path:
+    """``table`` as typed Parquet at ``path``, or as CSV text (empty for null) for a .csv path."""
+    if path.suffix == ".parquet":
+        pq.write_table(table, path)
+    else:
+        con = duckdb.connect()
+        con.register("t", table)
+        con.execute(f"copy t to '{path}' (header, timestampformat '%Y-%m-%dT%H:%M:%S.%f+00')")
+    return path
+
+
+TYPED = pa.table({
+    "ts_utc": pa.array([NOON.replace(tzinfo=UTC)] * 9, pa.timestamp("us", tz="UTC")),
+    "input_tokens": pa.array([10, -1, None, 5, 7, 8, 9, 1, 2], pa.int64()),
+    "output_tokens": pa.array([20, 1, 2, 200_000, 1, 1, 1, 1, 3], pa.int32()),
+    "status": pa.array([200, 200, 200, 200, 999, 503, 200, 200, 200], pa.int16()),
+    "ttft_ms": pa.array([1.5, 1.0, 1.0, 1.0, 1.0, -3.0, None, 1.0, 2.0], pa.float64()),
+    "latency_ms": pa.array([10.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 2.0], pa.float32()),
+    "request_id": pa.array([1, 2, 3, 4, 5, 6, 7, 1, 9], pa.int64()),
+})
+#: (data row, rule) of TYPED, as its text form gets them too
+TYPED_RULES = [(2, "tokens_negative"), (3, "tokens_missing"), (4, "tokens_above_context_limit"),
+               (5, "status_unknown"), (6, "ttft_ms_invalid"), (7, "latency_ms_invalid"), (8, "request_id_duplicate")]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_typed_columns_break_the_same_rules_as_their_text(tmp_path, suffix):
+    result, rules, loaded, con = _load(_write(TYPED, tmp_path / f"typed{suffix}"))
+    assert rules == TYPED_RULES
+    assert (result.rows_read, result.rows_loaded) == (9, 2)
+    assert loaded == [(NOON, 10, 20, "default", 200, 1.5, 10.0, "1", None, None),
+                      (NOON, 2, 3, "default", 200, 2.0, 2.0, "9", None, None)]
+    detail, raw = con.execute("select detail, raw from quarantine where rule = 'tokens_negative'").fetchall()[0]
+    assert detail == "input_tokens=-1, output_tokens=1: expected >= 0"
+    assert ('"input_tokens":-1' if suffix == ".parquet" else '"input_tokens":"-1"') in raw  # as read
+
+
+@pytest.mark.parametrize("arrow_type, tz, expected", [
+    (pa.timestamp("us", tz="Europe/Paris"), None, NOON),           # zone-aware: an instant, no zone needed
+    (pa.timestamp("ns"), "Europe/Paris", NOON.replace(hour=10)),   # naive: wall time in the source's zone
+    (pa.timestamp("ms"), None, NOON),                               # naive, default UTC
+    (pa.date32(), "America/New_York", datetime(2026, 10, 1, 4)),   # a date: its midnight, local
+])
+def test_typed_timestamps_convert_like_their_text(tmp_path, arrow_type, tz, expected):
+    value = (NOON.date() if arrow_type == pa.date32() else
+             NOON.replace(tzinfo=UTC) if arrow_type.tz else NOON)
+    path = _write(pa.table({"ts_utc": pa.array([value], arrow_type), "input_tokens": [1], "output_tokens": [2]}),
+                  tmp_path / "ts.parquet")
+    _, rules, loaded, _ = _load(path, SourceConfig(name="t", timezone=tz))
+    assert rules == [] and loaded[0][0] == expected
+
+
+@pytest.mark.parametrize("unit, value, rule", [
+    ("s", 1790000001.5, None), ("ms", 1790000001500, None), (None, 1790000001, "timestamp_unparseable")])
+def test_typed_numeric_timestamps_need_a_unit(tmp_path, unit, value, rule):
+    path = _write(pa.table({"ts_utc": [value], "input_tokens": [1], "output_tokens": [2]}), tmp_path / "e.parquet")
+    _, rules, loaded, _ = _load(path, SourceConfig(name="t", timestamp_unit=unit))
+    assert rules == ([] if rule is None else [(1, rule)])
+    if rule is None:
+        assert loaded[0][0] == datetime(2026, 9, 21, 14, 13, 21, 500000)
+
+
+def test_typed_null_timestamp_is_missing_and_typed_fraction_is_not_integer(tmp_path):
+    path = _write(pa.table({"ts_utc": pa.array([None, NOON], pa.timestamp("us")), "input_tokens": [1.0, 2.5],
+                            "output_tokens": [1, 1]}), tmp_path / "n.parquet")
+    _, rules, _, con = _load(path)
+    assert rules == [(1, "timestamp_missing"), (2, "tokens_not_integer")]
+    assert con.execute("select detail from quarantine where row_number = 2").fetchall()[0][0] == (
+        "input_tokens=2.5, output_tokens=1: expected integers")
+
+
+_number = st.one_of(st.none(), st.integers(-5, 200_000), st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 1)))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_number, _number, st.sampled_from([200, 99, 404, 600]), _number),
+                     min_size=1, max_size=12))
+def test_typed_and_text_forms_always_agree(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("agree")
+    columns = list(zip(*rows))
+    table = pa.table({"ts_utc": pa.array([NOON.replace(tzinfo=UTC)] * len(rows), pa.timestamp("us", tz="UTC")),
+                      "input_tokens": pa.array(columns[0], pa.float64()),
+                      "output_tokens": pa.array(columns[1], pa.float64()),
+                      "status": pa.array(columns[2], pa.int32()), "ttft_ms": pa.array(columns[3], pa.float64())})
+    typed, text = (_load(_write(table, folder / f"r{suffix}")) for suffix in (".parquet", ".csv"))
+    assert typed[1] == text[1] and typed[2] == text[2]
+    assert typed[0].rows_read == typed[0].rows_loaded + typed[0].rows_quarantined == len(rows)
+    assert all(not math.isnan(v) for r in typed[2] for v in r[1:3])
