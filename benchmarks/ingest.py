@@ -11,18 +11,23 @@ peak resident memory of:
 - ``capplan-contract-all``: the same with pandera over every loaded row (chunks);
 - ``capplan-contract-off``: SQL rules only.
 
-Prints a table of seconds, ratio to ``bare`` of the same format, and peak RSS.
-The machine is shared and noisy: compare ratios within one run, not absolute times.
+Prints a table of seconds, ratio to the ``bare`` run of the same format and round, peak RSS
+and the 1-minute load average at the end of the run; with ``--repeat N`` the modes run
+interleaved N times (bare, capplan, bare, capplan, ...) and a last line per format and mode
+gives the medians. The machine is shared and noisy: compare ratios within one run, not
+absolute times.
 
-    .venv/bin/python benchmarks/ingest.py --rows 20000000 --rows 50000000 --workdir /tmp/capplan-bench
+    .venv/bin/python benchmarks/ingest.py --rows 20000000 --rows 50000000 --repeat 3 --modes bare capplan
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -126,23 +131,41 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=["parquet", "csv"], choices=["parquet", "csv"],
                         help="Formats generated and measured (run_all.py also asks for 'hive').")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--repeat", type=int, default=1, help="interleaved rounds; medians when > 1")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{'rows':>11} {'format':8} {'mode':22} {'seconds':>8} {'x bare':>7} {'peak MiB':>9}")
+    print(f"{'rows':>11} {'format':8} {'mode':22} {'seconds':>8} {'x bare':>7} {'peak MiB':>9} {'load':>5}")
     for rows in args.rows or [2_000_000]:
         files = generate(rows, args.workdir, formats=tuple(args.formats))
         for fmt in args.formats:
-            bare = None
-            for mode in args.modes:
-                r = measure(mode, files[fmt], args.workdir)
-                bare = r["seconds"] if mode == "bare" else bare
-                ratio = f"{r['seconds'] / bare:7.2f}" if bare else "      -"
-                print(f"{rows:>11,} {fmt:8} {mode:22} {r['seconds']:8.1f} {ratio} {r['peak_rss_mib']:9.0f}",
-                      flush=True)
+            runs: dict[str, list[dict]] = {m: [] for m in args.modes}
+            for _ in range(args.repeat):
+                bare = None
+                for mode in args.modes:
+                    r = measure(mode, files[fmt], args.workdir)
+                    bare = r["seconds"] if mode == "bare" else bare
+                    r["ratio"] = r["seconds"] / bare if bare else None
+                    r["load"] = os.getloadavg()[0]
+                    runs[mode].append(r)
+                    _print_row(rows, fmt, mode, r)
+            if args.repeat > 1:
+                for mode, rs in runs.items():
+                    ratios = [r["ratio"] for r in rs if r["ratio"] is not None]
+                    _print_row(rows, fmt, f"{mode} (median)", {
+                        "seconds": statistics.median(r["seconds"] for r in rs),
+                        "ratio": statistics.median(ratios) if ratios else None,
+                        "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in rs),
+                        "load": statistics.median(r["load"] for r in rs)})
+
+
+def _print_row(rows: int, fmt: str, mode: str, r: dict) -> None:
+    ratio = f"{r['ratio']:7.2f}" if r["ratio"] is not None else "      -"
+    print(f"{rows:>11,} {fmt:8} {mode:22} {r['seconds']:8.1f} {ratio} {r['peak_rss_mib']:9.0f} {r['load']:5.1f}",
+          flush=True)
 
 
 if __name__ == "__main__":
