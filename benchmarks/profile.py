@@ -17,7 +17,8 @@ per day, holding the last day back. Then, on the same table, in ``--repeat`` int
 Each round's figures are divided by that round's ``bare``; the medians of seconds and of ratios are
 printed. Then, as before: ``refresh_one_day`` (after inserting the held-back day, the incremental
 refresh) against ``refresh_full_with_day``, and the readers over the rollups. With ``--memory``, the
-peak RSS of a child process that runs only ``refresh_full`` (and of one that runs only ``bare``).
+peak RSS of a child process that runs only ``refresh_full``, and of ones that run only ``scan`` (the
+same columns read; DuckDB keeps the blocks it read in its buffer pool) or only ``bare``.
 
     .venv/bin/python benchmarks/profile.py --requests-per-day 700000 --days 30 --repeat 3 --memory
 """
@@ -203,6 +204,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     out["load_1min_end"] = os.getloadavg()[0]
     if args.memory:
         out["peak_rss_mb"] = _child_peak_rss_mib(db, "refresh_full")
+        out["scan_peak_rss_mb"] = _child_peak_rss_mib(db, "scan")
         out["bare_peak_rss_mb"] = _child_peak_rss_mib(db, "bare")
     else:
         out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -214,10 +216,21 @@ def child(figure: str, db: Path) -> None:
     con = connect(db)
     if figure == "refresh_full":
         profile.refresh_rollups(con, full=True)
+    elif figure == "scan":
+        _scan(con, count=False)
     else:
         con.sql(BARE).to_arrow_table()
     con.close()
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(_peak_rss_mib())
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS [MiB]: ``VmHWM``, which starts afresh at exec (``ru_maxrss`` keeps the
+    forking parent's peak on Linux, so a child would report its parent's)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB -> MiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
@@ -229,7 +242,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/capplan-bench"))
     parser.add_argument("--memory", action="store_true", help="Peak RSS of refresh_full alone, in a child process.")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
-    parser.add_argument("--child", choices=("refresh_full", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("refresh_full", "scan", "bare"), help=argparse.SUPPRESS)
     parser.add_argument("--db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -248,8 +261,8 @@ def main() -> None:
     print(f"{'one day / full rebuild':24s} {out['refresh_one_day'] / out['refresh_full_with_day']:8.3f}   "
           f"({out['refresh_one_day']:.2f} s / {out['refresh_full_with_day']:.2f} s)")
     if args.memory:
-        print(f"peak RSS: refresh_full {out['peak_rss_mb']:.0f} MiB, bare {out['bare_peak_rss_mb']:.0f} MiB "
-              "(fresh processes)")
+        print(f"peak RSS: refresh_full {out['peak_rss_mb']:.0f} MiB, scan {out['scan_peak_rss_mb']:.0f} MiB, "
+              f"bare {out['bare_peak_rss_mb']:.0f} MiB (fresh processes)")
 
 
 if __name__ == "__main__":

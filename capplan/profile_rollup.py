@@ -115,9 +115,9 @@ def peak_in_flight_per_hour(
     Completions are counted per whole second, not sorted: ``#(completions ≤ t)`` lies between the
     completions before *t*'s second and those before the next second, which bounds every arrival's
     count from above and below in O(n). Only arrivals whose upper bound beats their hour's best lower
-    bound are counted exactly, against the few completions in their own second. On logged traffic
-    (a few arrivals per second per request in flight) that is a small fraction of the rows: measured
-    ≈ 5× faster than sorting completions and binary-searching every arrival.
+    bound are counted exactly, against the few completions in their own second: 0.9 % of the
+    arrivals of a benchmark day. Measured 1.27× faster (median of 7, 1.13 M spans, load ≈ 10) than
+    sorting completions and binary-searching every arrival, with equal results.
     """
     starts = _sorted(start_us)
     ends = np.asarray(end_us, dtype=np.int64)
