@@ -240,3 +240,15 @@ def test_peak_in_flight_matches_brute_force(spans):
         instants = [lo] + [t for t in start if lo <= t < hi]
         want = max(int(np.sum((start <= t) & (end > t))) for t in instants)
         assert got[hour] == want
+
+
+def test_rollup_partition_of_no_rows_gives_empty_tables(con):
+    _insert(con, GOLDEN)
+    parts = profile.rollup_partition(con, "requests", start_utc=datetime(2027, 1, 1))  # after every row
+    assert {name: table.num_rows for name, table in parts.items()} == {"fct_traffic_hourly": 0, "fct_histogram_hourly": 0}
+    whole = profile.rollup_partition(con, "requests")
+    for name, table in parts.items():
+        assert table.schema.names == whole[name].schema.names
+    merged = profile.merge_rollups(con, [parts, whole])
+    # 10:00: a, b and all; 12:00: b and all
+    assert merged["fct_traffic_hourly"].num_rows == whole["fct_traffic_hourly"].num_rows == 5
