@@ -22,8 +22,22 @@ DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile
                       "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
 #: How many of the best candidates (by backtest MASE) the combination averages. [count]
 COMBINE_TOP = 3
-INTERVAL_METHOD = ("normalised split-conformal: backtest errors (modelling scale) divided by a per-step "
-                   "scale s(h), pooled over steps; interval = forecast + quantiles x s(h)")
+#: Backtest origins the chosen combination's interval is calibrated on (the selection windows
+#: and older ones, same spacing, as far back as half the history allows). [count]
+CALIBRATION_WINDOWS = 10
+#: Largest modelling-scale (log) step above the training maximum a forecast or bound may take:
+#: 10^6 x the largest value seen. Only a diverged fit comes near it; without it exp() overflows.
+LOG_CEILING_ABOVE_HISTORY = float(np.log(1e6))
+_CONFORMAL = ("normalised split-conformal over the calibration windows: backtest errors (modelling scale) "
+              "divided by a per-step scale s(h), pooled over steps; interval = forecast + quantiles x s(h)")
+#: ``interval_method`` -> what ``attrs["interval_method"]`` says (see :data:`forecasting.intervals.METHODS`).
+INTERVAL_METHODS = {
+    "window_cv_recent": _CONFORMAL + ("; quantile level raised until leave-one-window-out coverage reaches "
+                                      "nominal; widened by the factor the most recent window needed from "
+                                      "intervals calibrated on the older ones (never narrowed)"),
+    "window_cv": _CONFORMAL + "; quantile level raised until leave-one-window-out coverage reaches nominal",
+    "pooled": _CONFORMAL,
+}
 
 
 class ShortHistoryWarning(UserWarning):
@@ -39,21 +53,51 @@ class Fit:
     log: bool                          # True when z = log(y)
     seasons: tuple[int, ...]           # seasonal periods used [steps]
     components: tuple[str, ...]        # candidate(s) whose mean (modelling scale) is the forecast
-    backtest_errors: np.ndarray        # chosen method, (windows, backtest horizon), modelling scale
+    backtest_errors: np.ndarray        # chosen method, (calibration windows, backtest horizon), modelling scale
     info: dict = field(default_factory=dict)
+    z_hat: np.ndarray = field(default_factory=lambda: np.empty(0))  # point forecast, modelling scale
+
+    def bounds(self, levels: Sequence[int], interval_method: str,
+               settings: dict[int, tuple[float, float]] | None = None) -> pd.DataFrame:
+        """``mean`` and ``lo_<L>``/``hi_<L>`` from ``z_hat`` and the calibration errors (unindexed).
+
+        ``interval_method`` is one of :data:`INTERVAL_METHODS` (the benchmark
+        compares them on one fit); ``settings`` is its :func:`intervals.calibration`
+        if already computed.
+        """
+        mean = self.to_y(self.z_hat)
+        columns: dict[str, np.ndarray] = {"mean": mean}
+        lower, upper = mean, mean
+        offsets = intervals.calibrated_offsets(self.backtest_errors, len(self.z_hat), levels, interval_method, settings)
+        for lv, (lo, hi) in sorted(offsets.items()):
+            # min/max keep the bounds exactly nested and around the mean despite rounding
+            lower = np.minimum(lower, self.to_y(self.z_hat + lo))
+            upper = np.maximum(upper, self.to_y(self.z_hat + hi))
+            columns[f"lo_{lv}"], columns[f"hi_{lv}"] = lower, upper
+        order = ["mean"] + [f"{side}_{lv}" for lv in sorted(levels) for side in ("lo", "hi")]
+        return pd.DataFrame(columns)[order]
 
     def predict_z(self, z: np.ndarray, horizon: int) -> np.ndarray:
         """The chosen method's forecast on the modelling scale, refitted to ``z``."""
         return np.mean([MODELS[c](z, horizon, self.seasons) for c in self.components], axis=0)
 
     def to_y(self, z: np.ndarray) -> np.ndarray:
-        """Back from the modelling scale to the series' unit, never negative."""
-        return np.maximum(np.exp(z) if self.log else z, 0.0)
+        """Back from the modelling scale to the series' unit, never negative.
+
+        Log values are clipped at ``max(self.z) +`` :data:`LOG_CEILING_ABOVE_HISTORY`
+        first, so a diverged candidate gives a huge finite value (and a huge
+        backtest error) instead of an overflow to ``inf``.
+        """
+        if not self.log:
+            return np.maximum(z, 0.0)
+        ceiling = (float(np.max(self.z)) if len(self.z) else 0.0) + LOG_CEILING_ABOVE_HISTORY
+        return np.exp(np.minimum(z, ceiling))
 
 
 def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
              levels: Sequence[int] = (80, 95), *, candidates: Sequence[str] | None = None,
-             windows: int = 3, max_train_seasons: int = 10, clean_outliers: bool = True) -> pd.DataFrame:
+             windows: int = 3, calibration_windows: int = CALIBRATION_WINDOWS, interval_method: str = "window_cv_recent",
+             max_train_seasons: int = 10, clean_outliers: bool = True) -> pd.DataFrame:
     """Forecast ``y`` for ``horizon`` periods with the model that backtests best, and intervals.
 
     Parameters
@@ -72,7 +116,18 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     candidates : sequence of str, optional
         Names from :data:`forecasting.models.MODELS`; default :data:`DEFAULT_CANDIDATES`.
     windows : int
-        Rolling-origin backtest windows. [count]
+        Rolling-origin backtest windows the candidates are chosen on. [count]
+    calibration_windows : int
+        Backtest origins the chosen combination's errors are collected at for the
+        intervals: the ``windows`` selection origins and older ones at the same
+        spacing, while at least half the history is left to fit on. [count]
+    interval_method : str
+        How the interval is calibrated, one of :data:`INTERVAL_METHODS`:
+        ``"window_cv_recent"`` (default) is ``"window_cv"`` widened by the factor
+        the most recent window needed from intervals calibrated on the older
+        ones; ``"window_cv"`` raises the quantile level until leave-one-window-out
+        coverage on the calibration windows reaches nominal; ``"pooled"`` uses
+        the nominal level's conformal quantile.
     max_train_seasons : int
         Fit on at most this many cycles of the longest season (keeps a 2-year
         hourly series fast; old history says little about next weeks). [seasons]
@@ -107,25 +162,31 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     'mean(holt_winters, mstl_ets, seasonal_naive)'
     """
     return fit(y, horizon, season_lengths, levels, candidates=candidates, windows=windows,
+               calibration_windows=calibration_windows, interval_method=interval_method,
                max_train_seasons=max_train_seasons, clean_outliers=clean_outliers).frame
 
 
 def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
         levels: Sequence[int] = (80, 95), *, candidates: Sequence[str] | None = None,
-        windows: int = 3, max_train_seasons: int = 10, clean_outliers: bool = True) -> Fit:
+        windows: int = 3, calibration_windows: int = CALIBRATION_WINDOWS, interval_method: str = "window_cv_recent",
+        max_train_seasons: int = 10, clean_outliers: bool = True) -> Fit:
     """Like :func:`forecast`, returning the :class:`Fit` (frame plus what the choice rests on)."""
-    levels = _check_args(horizon, levels, candidates, windows)
+    levels = _check_args(horizon, levels, candidates, windows, interval_method)
     values = prepare.check_series(y)
     values = values.loc[values.first_valid_index():]
     z, log, seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon, season_lengths,
                                           max_train_seasons, clean_outliers)
-    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows, log)
-    result.frame = _frame(result, horizon, levels, values.index)
+    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows,
+                     max(windows, calibration_windows), log)
+    settings = intervals.calibration(result.backtest_errors, levels, interval_method)
+    result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
     result.info.update({
         "transform": "log" if log else "none",
         "season_lengths": list(seasons),
-        "interval_method": INTERVAL_METHOD,
+        "interval_method": INTERVAL_METHODS[interval_method],
         "coverage": {f"{lv}": intervals.cross_validated_coverage(result.backtest_errors, lv) for lv in levels},
+        "quantile_levels": {f"{lv}": used for lv, (used, _) in settings.items()},
+        "recent_window_factor": {f"{lv}": factor for lv, (_, factor) in settings.items()},
         **prep_info,
     })
     result.frame.attrs.update(result.info)
@@ -155,7 +216,8 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
     return z, log, seasons, info
 
 
-def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int) -> tuple[int, ...]:
+def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,
+                interval_method: str = "window_cv_recent") -> tuple[int, ...]:
     """Validate the scalar arguments; return the sorted levels."""
     if not isinstance(horizon, (int, np.integer)) or horizon < 1:
         raise ValueError(f"horizon must be a positive integer number of steps, got {horizon!r}")
@@ -164,6 +226,8 @@ def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] |
     bad = [lv for lv in levels if not 0 < lv < 100]
     if bad or not levels:
         raise ValueError(f"levels must be percentages strictly between 0 and 100, got {tuple(levels)}")
+    if interval_method not in INTERVAL_METHODS:
+        raise ValueError(f"unknown interval_method {interval_method!r}; valid: {sorted(INTERVAL_METHODS)}")
     unknown = [c for c in candidates or () if c not in MODELS]
     if unknown:
         raise ValueError(f"unknown candidate(s) {unknown}; valid: {sorted(MODELS)}")
@@ -171,11 +235,16 @@ def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] |
 
 
 def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
-            windows: int, log: bool) -> Fit:
-    """Backtest every candidate; the forecast is the mean of the best few on the modelling scale."""
+            windows: int, calibration_windows: int, log: bool) -> Fit:
+    """Backtest every candidate; the forecast is the mean of the best few on the modelling scale.
+
+    The chosen components are then backtested at older origins too, and the
+    combination's errors at all ``calibration_windows`` origins calibrate the intervals.
+    """
     n = len(z)
     h_bt = max(1, min(horizon, n // 3))
-    cuts = backtest.cutoffs(n, h_bt, windows, step=max(1, h_bt // 2), min_train=max(2, n // 2))
+    step, min_train = max(1, h_bt // 2), max(2, n // 2)
+    cuts = backtest.cutoffs(n, h_bt, windows, step=step, min_train=min_train)
     fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
     probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)))
     y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
@@ -194,26 +263,26 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     chosen_z = np.mean([fc_z[c] for c in components], axis=0)
     model = components[0] if len(components) == 1 else f"mean({', '.join(components)})"
     scores[model] = backtest.score(y_act, probe.to_y(chosen_z), scale)
-    errors = backtest.actuals(z, h_bt, cuts) - chosen_z
+    # Older origins add errors from more varied stretches of history, and errors the choice was not tuned on.
+    older = [c for c in backtest.cutoffs(n, h_bt, calibration_windows, step=step, min_train=min_train)
+             if c not in cuts]
+    fc_old = backtest.run_backtest(z, {c: MODELS[c] for c in components}, h_bt, seasons, older)
+    cal_cuts = older + cuts
+    cal_z = np.concatenate([np.mean([fc_old[c] for c in components], axis=0), chosen_z])
+    errors = backtest.actuals(z, h_bt, cal_cuts) - cal_z
     info = {"model": model, "components": list(components),
-            "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores}}
+            "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores},
+            "calibration": {"windows": len(cal_cuts), "train_lengths": list(cal_cuts)}}
     return Fit(pd.DataFrame(), z, log, seasons, components, errors, info)
 
 
-def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index) -> pd.DataFrame:
+def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index, interval_method: str,
+           settings: dict[int, tuple[float, float]]) -> pd.DataFrame:
     """Refit the chosen method on all of ``z`` and build the validated forecast frame."""
-    z_hat = result.predict_z(result.z, horizon)
-    mean = result.to_y(z_hat)
-    columns: dict[str, np.ndarray] = {"mean": mean}
-    lower, upper = mean, mean
-    for lv, (lo, hi) in sorted(intervals.conformal_offsets(result.backtest_errors, horizon, levels).items()):
-        # min/max keep the bounds exactly nested and around the mean despite rounding
-        lower = np.minimum(lower, result.to_y(z_hat + lo))
-        upper = np.maximum(upper, result.to_y(z_hat + hi))
-        columns[f"lo_{lv}"], columns[f"hi_{lv}"] = lower, upper
-    frame = pd.DataFrame(columns, index=prepare.future_index(index, horizon))
-    order = ["mean"] + [f"{side}_{lv}" for lv in levels for side in ("lo", "hi")]
-    return ForecastFrame.validate(frame[order])
+    result.z_hat = result.predict_z(result.z, horizon)
+    frame = result.bounds(levels, interval_method, settings)
+    frame.index = prepare.future_index(index, horizon)
+    return ForecastFrame.validate(frame)
 
 
 MONTHLY_INTERVAL_METHOD = ("sum of daily point forecasts; interval from the conformal quantiles of the "

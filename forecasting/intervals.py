@@ -7,6 +7,17 @@ pooled normalised errors, times ``s(h)``, give the interval at step ``h``.
 Pooling over steps gives enough errors for the tails from a few backtest
 windows, while ``s(h)`` keeps the widening with lead time that the backtests
 show.
+
+The errors of one window are strongly correlated (a window that starts on
+a wrong level errs the same way for hours), so the unit that is exchangeable
+with the future is the *window*, not the hour. With a handful of windows the
+pooled quantile under-covers a new window: :func:`window_adjusted_level`
+raises the quantile level until the leave-one-window-out coverage on the
+backtests reaches the nominal level (the cross-validation analogue of the
+conformal ``n + 1`` correction, counted in windows). Errors drift over time, so
+``"window_cv_recent"`` also checks the intervals calibrated on the older windows
+against the most recent one and widens them by the factor (never below 1) that
+window needed (:func:`recent_window_factor`).
 """
 
 from __future__ import annotations
@@ -35,10 +46,15 @@ def step_scale(errors: np.ndarray, horizon: int) -> np.ndarray:
     """
     h_bt = errors.shape[1]
     absolute = np.abs(errors)
-    scale = np.empty(h_bt)
-    for h in range(h_bt):
-        half = max(1, h // 4)  # wider pools further out, where errors are larger and noisier
-        scale[h] = np.nanmean(absolute[:, max(0, h - half): h + half + 1])
+    seen = np.isfinite(absolute)
+    # running sums over steps make every pool's mean O(1) (the window CV calls this often)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(seen, absolute, 0.0).sum(axis=0))])
+    counts = np.concatenate([[0], np.cumsum(seen.sum(axis=0))])
+    h = np.arange(h_bt)
+    half = np.maximum(1, h // 4)  # wider pools further out, where errors are larger and noisier
+    start, stop = np.maximum(0, h - half), np.minimum(h_bt, h + half + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = (sums[stop] - sums[start]) / (counts[stop] - counts[start])
     scale = np.maximum.accumulate(np.nan_to_num(scale))
     if horizon <= h_bt:
         return scale[:horizon]
@@ -46,7 +62,8 @@ def step_scale(errors: np.ndarray, horizon: int) -> np.ndarray:
     return np.concatenate([scale, scale[-1] * np.sqrt(steps / h_bt)])
 
 
-def conformal_offsets(errors: np.ndarray, horizon: int, levels: Sequence[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def conformal_offsets(errors: np.ndarray, horizon: int,
+                      levels: Sequence[float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """Lower and upper offsets from the point forecast for each level, per step.
 
     Uses :func:`conformal_quantiles` of the normalised errors, so the interval
@@ -70,7 +87,129 @@ def conformal_offsets(errors: np.ndarray, horizon: int, levels: Sequence[int]) -
     return out
 
 
-def conformal_quantiles(errors: np.ndarray, level: int, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+#: How the interval quantiles are calibrated; ``forecast(..., interval_method=...)`` picks one.
+#: ``"window_cv_recent"``: ``"window_cv"`` widened by :func:`recent_window_factor`;
+#: ``"window_cv"``: quantile level raised until leave-one-window-out coverage reaches nominal
+#: (:func:`window_adjusted_level`); ``"pooled"``: the nominal level's conformal quantile.
+METHODS = ("window_cv_recent", "window_cv", "pooled")
+#: Largest widening :func:`recent_window_factor` applies: one freak window must not blow the
+#: interval up without bound. [ratio]
+RECENT_FACTOR_MAX = 5.0
+
+
+def calibration(errors: np.ndarray, levels: Sequence[int], method: str = "window_cv_recent") -> dict[int, tuple[float, float]]:
+    """Per nominal level, the quantile level [%] and the widening factor [ratio] ``method`` uses.
+
+    ``ValueError`` names the valid methods when ``method`` is not one of :data:`METHODS`.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown interval method {method!r}; valid: {METHODS}")
+    return {level: (float(level) if method == "pooled" else window_adjusted_level(errors, level),
+                     recent_window_factor(errors, level) if method == "window_cv_recent" else 1.0)
+            for level in sorted(levels)}
+
+
+def calibrated_offsets(errors: np.ndarray, horizon: int, levels: Sequence[int],
+                       method: str = "window_cv_recent",
+                       settings: dict[int, tuple[float, float]] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """:func:`conformal_offsets` at each level, its quantile level calibrated by ``method``.
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        Signed backtest errors, shape ``(windows, backtest_horizon)``, oldest window first.
+    horizon : int
+        Steps to return. [steps]
+    levels : sequence of int
+        Nominal central interval levels. [%]
+    method : str
+        One of :data:`METHODS`.
+    settings : dict, optional
+        :func:`calibration` of these errors, levels and method, when already computed.
+
+    Returns
+    -------
+    dict
+        nominal level -> ``(lower, upper)`` offsets, shape ``(horizon,)``, nested across levels.
+    """
+    settings = calibration(errors, levels, method) if settings is None else settings
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for level, (used, factor) in settings.items():
+        lo, hi = conformal_offsets(errors, horizon, [used])[used]
+        out[level] = (factor * lo, factor * hi)
+    return out
+
+
+def recent_window_factor(errors: np.ndarray, level: float) -> float:
+    """Widening the most recent window needs from intervals calibrated on the older ones. [ratio]
+
+    The ``window_cv`` offsets of windows ``1..k−1`` (oldest first) are scaled
+    by the smallest factor ``f`` that makes them cover ``level`` % of window
+    ``k``'s errors; returns ``f`` clipped to ``[1,`` :data:`RECENT_FACTOR_MAX` ``]``,
+    and 1 with fewer than three windows (too few to hold one out and still
+    cross-validate the rest).
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        Signed backtest errors, shape ``(windows, backtest_horizon)``, oldest window first.
+    level : float
+        Nominal central interval level. [%]
+    """
+    if errors.shape[0] < 3:
+        return 1.0
+    older, recent = errors[:-1], errors[-1]
+    used = window_adjusted_level(older, level)
+    lo, hi = conformal_offsets(older, errors.shape[1], [used])[used]
+    seen = np.isfinite(recent)
+    if not seen.any():
+        return 1.0
+    e, lo, hi = recent[seen], lo[seen], hi[seen]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # factor each error needs to fall inside f·[lo, hi]; 0 when already at the point forecast
+        needed = np.where(e > 0, e / hi, np.where(e < 0, e / lo, 0.0))
+    needed = np.nan_to_num(needed, nan=np.inf, posinf=np.inf)
+    rank = int(np.ceil(level / 100 * needed.size))  # 1-based: this many errors must be covered
+    factor = float(np.sort(needed)[max(rank, 1) - 1])
+    return float(np.clip(factor, 1.0, RECENT_FACTOR_MAX))
+
+
+def window_adjusted_level(errors: np.ndarray, level: float, tolerance: float = 0.1) -> float:
+    """The smallest quantile level whose leave-one-window-out coverage reaches ``level``. [%]
+
+    Bisection on ``[level, 100)``: coverage (:func:`cross_validated_coverage`)
+    never falls as the level rises. Returns ``level`` itself with fewer than two
+    windows (nothing to cross-validate) or when it already covers, and the
+    upper end (the largest errors seen) when no level reaches it.
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        Signed backtest errors, shape ``(windows, backtest_horizon)``.
+    level : float
+        Nominal central interval level. [%]
+    tolerance : float
+        Width of the final bisection bracket. [percentage points]
+    """
+    target = level / 100
+    parts = _leave_one_window_out(errors)  # the level-free work, done once for the whole search
+
+    def covers(p: float) -> bool:
+        cv = _coverage(parts, p)
+        return cv is None or cv >= target
+
+    if covers(level):
+        return float(level)
+    low, high = float(level), 100 - 1e-6
+    if not covers(high):
+        return high
+    while high - low > tolerance:
+        mid = (low + high) / 2
+        low, high = (low, mid) if covers(mid) else (mid, high)
+    return high
+
+
+def conformal_quantiles(errors: np.ndarray, level: float, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Finite-sample conformal bounds ``(lower <= 0, upper >= 0)`` of signed errors for one level.
 
     The upper bound is the ``⌈(n+1)(1−α/2)⌉``-th smallest of ``n`` errors
@@ -87,21 +226,39 @@ def conformal_quantiles(errors: np.ndarray, level: int, axis: int | None = None)
     return np.minimum(ordered[n - rank], 0.0), np.maximum(ordered[rank - 1], 0.0)
 
 
-def cross_validated_coverage(errors: np.ndarray, level: int) -> float | None:
+def cross_validated_coverage(errors: np.ndarray, level: float) -> float | None:
     """Coverage of the ``level`` % interval on each backtest window, calibrated on the others. [fraction]
 
     ``None`` with fewer than two windows. An honest estimate: the window being
     scored never takes part in its own calibration.
     """
-    windows = errors.shape[0]
-    if windows < 2:
-        return None
-    hits, total = 0, 0
-    for w in range(windows):
+    return _coverage(_leave_one_window_out(errors), level)
+
+
+def _leave_one_window_out(errors: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per window: the other windows' pooled normalised errors, their step scale, and the window's errors.
+
+    What :func:`conformal_offsets` computes before it picks quantiles; empty
+    with fewer than two windows.
+    """
+    if errors.shape[0] < 2:
+        return []
+    parts = []
+    for w in range(errors.shape[0]):
         rest = np.delete(errors, w, axis=0)
-        lo, hi = conformal_offsets(rest, errors.shape[1], [level])[level]
-        held = errors[w]
+        scale = step_scale(rest, errors.shape[1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            normalised = np.where(scale > 0, rest / scale, 0.0)
+        parts.append((normalised[np.isfinite(normalised)], scale, errors[w]))
+    return parts
+
+
+def _coverage(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], level: float) -> float | None:
+    """Share of held-out errors inside the ``level`` % bounds of :func:`_leave_one_window_out` parts. [fraction]"""
+    hits, total = 0, 0
+    for pooled, scale, held in parts:
+        q_lo, q_hi = conformal_quantiles(pooled, level)
         ok = np.isfinite(held)
-        hits += int(np.sum((held[ok] >= lo[ok]) & (held[ok] <= hi[ok])))
+        hits += int(np.sum((held[ok] >= q_lo * scale[ok]) & (held[ok] <= q_hi * scale[ok])))
         total += int(ok.sum())
     return hits / total if total else None

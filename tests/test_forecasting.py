@@ -245,3 +245,38 @@ def test_monthly_interval_is_narrower_than_summed_daily_bounds():
 def test_monthly_needs_daily_data():
     with pytest.raises(ValueError, match="daily series"):
         forecast_monthly(hourly(), months=1)
+
+
+@pytest.mark.parametrize("method", ["window_cv_recent", "window_cv", "pooled"])
+def test_every_interval_method_gives_a_valid_frame_and_says_so(method):
+    fc = forecast(hourly(), horizon=24, season_lengths=(24,), candidates=FAST, interval_method=method)
+    ForecastFrame.validate(fc)
+    assert fc.attrs["interval_method"].startswith("normalised split-conformal")
+    assert set(fc.attrs["quantile_levels"]) == {"80", "95"}
+    assert fc.attrs["quantile_levels"]["80"] >= 80
+
+
+def test_unknown_interval_method_raises():
+    with pytest.raises(ValueError, match="unknown interval_method 'bootstrap'"):
+        forecast(hourly(days=3), horizon=5, interval_method="bootstrap")
+
+
+def test_calibration_uses_older_origins_than_the_choice():
+    # 21 days are trimmed to the last 10 cycles (240 h); horizon 24: the choice rests on origins
+    # 192, 204, 216 (12 h apart); calibration adds older ones while half the history (120 h) is
+    # left to fit on: 120, 132, ..., 216, nine windows
+    result = fit(hourly(), horizon=24, season_lengths=(24,), candidates=FAST)
+    chosen, calibration = result.info["backtest"], result.info["calibration"]
+    assert chosen["train_lengths"] == [192, 204, 216]
+    assert calibration["train_lengths"] == list(range(120, 217, 12))
+    assert result.backtest_errors.shape == (9, 24)
+
+
+def test_back_transform_never_overflows():
+    # a diverged log-scale forecast is clipped 10^6 x above the history's maximum, without a warning
+    result = fit(hourly(), horizon=6, season_lengths=(24,), candidates=FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = result.to_y(np.array([1e4, np.log(50.0)]))
+    assert y[0] == pytest.approx(np.exp(result.z.max()) * 1e6)
+    assert y[1] == pytest.approx(50.0)

@@ -91,3 +91,61 @@ def test_conformal_quantiles_golden():
     assert (float(lo), float(hi)) == (0.0, 9.0)
     lo, hi = intervals.conformal_quantiles(np.arange(-4.0, 5.0), 50)  # rank ceil(10 * 0.75) = 8 -> 3
     assert (float(lo), float(hi)) == (-3.0, 3.0)
+
+
+def test_window_adjusted_level_keeps_nominal_when_windows_agree():
+    # every window errs by -1 then +1: leaving one out still covers it fully at 80 %
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [-1.0, 1.0]])
+    assert intervals.window_adjusted_level(errors, 80) == 80.0
+
+
+def test_window_adjusted_level_goes_to_the_largest_error_when_no_level_covers():
+    # windows err by 1, 2, 3 everywhere: the 3-window is never covered by the others' errors
+    # (at most 2), so leave-one-out coverage is 2/3 < 80 % at every level
+    errors = np.repeat([[1.0], [2.0], [3.0]], 4, axis=1)
+    assert intervals.cross_validated_coverage(errors, 99.99) == pytest.approx(2 / 3)
+    assert intervals.window_adjusted_level(errors, 80) == pytest.approx(100, abs=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(errors=arrays(float, st.tuples(st.integers(2, 6), st.integers(1, 12)), elements=st.floats(-10, 10)),
+       level=st.sampled_from([50, 80, 95]))
+def test_window_adjusted_level_reaches_nominal_cross_validated_coverage(errors, level):
+    used = intervals.window_adjusted_level(errors, level)
+    assert level <= used < 100
+    assert intervals.cross_validated_coverage(errors, used) >= level / 100 or used > 99.99
+
+
+def test_recent_window_factor_golden():
+    # older windows [-1, 1] twice: window-CV keeps 80 % and the offsets are -1 / +1 (scale 1);
+    # the recent window errs +2 and -0.5, needing factors 2 and 0.5; 80 % of 2 errors -> the 2nd -> 2
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [2.0, -0.5]])
+    assert intervals.recent_window_factor(errors, 80) == pytest.approx(2.0)
+    assert intervals.recent_window_factor(errors, 50) == 1.0  # 0.5 needed: never narrowed
+    assert intervals.recent_window_factor(errors[:2], 80) == 1.0  # too few windows to hold one out
+    wide = np.array([[-1.0, 1.0], [-1.0, 1.0], [50.0, 50.0]])
+    assert intervals.recent_window_factor(wide, 80) == intervals.RECENT_FACTOR_MAX
+
+
+def test_calibrated_offsets_recent_is_window_cv_times_the_factor():
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [2.0, -0.5]])
+    cv_lo, cv_hi = intervals.calibrated_offsets(errors, 4, [80], "window_cv")[80]
+    lo, hi = intervals.calibrated_offsets(errors, 4, [80], "window_cv_recent")[80]
+    np.testing.assert_allclose(lo, 2 * cv_lo)
+    np.testing.assert_allclose(hi, 2 * cv_hi)
+
+
+@pytest.mark.parametrize("method", intervals.METHODS)
+@settings(max_examples=15, deadline=None)
+@given(errors=arrays(float, st.tuples(st.integers(1, 6), st.integers(1, 24)), elements=st.floats(-1e3, 1e3)),
+       horizon=st.integers(1, 48))
+def test_calibrated_offsets_straddle_zero_for_every_method(method, errors, horizon):
+    out = intervals.calibrated_offsets(errors, horizon, [80, 95], method)
+    for lo, hi in out.values():
+        assert lo.shape == hi.shape == (horizon,)
+        assert np.all(lo <= 0) and np.all(hi >= 0)
+
+
+def test_calibrated_offsets_rejects_an_unknown_method():
+    with pytest.raises(ValueError, match="unknown interval method 'gaussian'; valid"):
+        intervals.calibrated_offsets(np.zeros((3, 4)), 4, [80], "gaussian")
