@@ -1,13 +1,18 @@
 """Accuracy and speed of ``forecasting.forecast`` on the M4 Hourly development half.
 
-Run: ``.venv/bin/python benchmarks/forecast_accuracy.py [--data DIR] [--limit N] [--workers 2]``
+Run: ``.venv/bin/python benchmarks/forecast_accuracy.py [--data DIR] [--limit N] [--workers 2] [--split test|tail]``
 
 For each series the training part goes to :func:`forecasting.fit` (horizon 48,
 seasons 24 and 168, levels 80 and 95); choices use only the training data (its
 own backtests on the end of the history). The test part then scores the
 automatic choice and every candidate refitted on the same prepared series,
 next to M4's Naive2 and the seasonal naive. Prints sMAPE, MASE, OWA (M4
-definitions), interval coverage, the blow-up rate and wall times; the speed of
+definitions), interval coverage and MSIS per interval method (every method of
+:data:`forecasting.api.INTERVAL_METHODS` on the same fit, plus the session-1
+method: pooled conformal on the 3 selection windows only), the blow-up rate
+and wall and CPU times. ``--split tail`` scores the last 48 hours of each
+*training* series instead (fit on the rest), for choosing methods without
+looking at the test values. The speed of
 one 2-year hourly series is given as a ratio to a baseline measured in the
 same run (MSTL(24, 168) + ETS on the same series), because the machine is shared.
 """
@@ -28,16 +33,22 @@ import warnings  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import dataclasses  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
-from forecasting.metrics import mase, mase_scale, smape  # noqa: E402
+from forecasting.api import INTERVAL_METHODS  # noqa: E402
+from forecasting.metrics import coverage, mase, mase_scale, smape  # noqa: E402
 from forecasting.prepare import seasonality_significant  # noqa: E402
 
 DATA_DIR = Path("/work/shared/benchmarks/m4-hourly-dev")
 HORIZON_STEPS = 48
 SEASONS = (24, 168)
+LEVELS = (80, 95)
+#: The session-1 intervals: pooled conformal on the selection windows only.
+SELECTION_ONLY = "pooled_selection_windows"
 
 
 def naive2(y: np.ndarray, horizon: int, period: int = 24) -> np.ndarray:
@@ -56,33 +67,62 @@ def evaluate(args: tuple[str, np.ndarray, np.ndarray, int]) -> dict:
     started, cpu_started = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = fit(pd.Series(train), HORIZON_STEPS, SEASONS, levels=(80, 95), windows=windows)
+        result = fit(pd.Series(train), HORIZON_STEPS, SEASONS, levels=LEVELS, windows=windows)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     fc = result.frame
+    scale = mase_scale(train, 24)
     forecasts = {"auto": fc["mean"].to_numpy(), "Naive2": naive2(train, HORIZON_STEPS)}
     for name in DEFAULT_CANDIDATES:
         forecasts[name] = result.to_y(MODELS[name](result.z, HORIZON_STEPS, result.seasons))
-    scale = mase_scale(train, 24)
     row = {"id": sid, "seconds": seconds, "cpu_seconds": cpu_seconds, "model": result.info["model"],
-           "cover_80": float(np.mean((test >= fc["lo_80"]) & (test <= fc["hi_80"]))),
-           "cover_95": float(np.mean((test >= fc["lo_95"]) & (test <= fc["hi_95"])))}
+           "cover_80": coverage(test, fc["lo_80"], fc["hi_80"]), "cover_95": coverage(test, fc["lo_95"], fc["hi_95"])}
+    selection_only = dataclasses.replace(result, backtest_errors=result.backtest_errors[-windows:])
+    bounds = {m: result.bounds(LEVELS, m) for m in INTERVAL_METHODS}
+    bounds[SELECTION_ONLY] = selection_only.bounds(LEVELS, "pooled")
+    for method, b in bounds.items():
+        for lv in LEVELS:
+            row[f"cover{lv}|{method}"] = coverage(test, b[f"lo_{lv}"], b[f"hi_{lv}"])
+            row[f"msis{lv}|{method}"] = msis(test, b[f"lo_{lv}"].to_numpy(), b[f"hi_{lv}"].to_numpy(), lv, scale)
     for name, f in forecasts.items():
         row[f"smape|{name}"] = smape(test, f)
         row[f"mase|{name}"] = mase(test, f, scale)
     return row
 
 
-def load(data_dir: Path, limit: int | None) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(id, train, test) per series from the M4 CSV files."""
+def msis(actual: np.ndarray, lower: np.ndarray, upper: np.ndarray, level: int, scale: float) -> float:
+    """M4's mean scaled interval score: width plus 2/α times each miss, over the MASE scale. [ratio]"""
+    alpha = 1 - level / 100
+    penalty = (2 / alpha) * ((lower - actual) * (actual < lower) + (actual - upper) * (actual > upper))
+    return float(np.mean(upper - lower + penalty) / scale)
+
+
+def load(data_dir: Path, limit: int | None, split: str = "test") -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(id, train, test) per series from the M4 CSV files.
+
+    ``split="tail"`` holds out the last :data:`HORIZON_STEPS` of each training
+    series instead of using the test file, so methods can be compared without
+    the test values.
+    """
     train = pd.read_csv(data_dir / "Hourly-train.csv", index_col=0)
-    test = pd.read_csv(data_dir / "Hourly-test.csv", index_col=0)
-    rows = [(sid, train.loc[sid].dropna().to_numpy(float), test.loc[sid].to_numpy(float)) for sid in train.index]
-    return rows[:limit] if limit else rows
+    rows = [(sid, train.loc[sid].dropna().to_numpy(float)) for sid in train.index]
+    if split == "tail":
+        out = [(sid, y[:-HORIZON_STEPS], y[-HORIZON_STEPS:]) for sid, y in rows]
+    else:
+        test = pd.read_csv(data_dir / "Hourly-test.csv", index_col=0)
+        out = [(sid, y, test.loc[sid].to_numpy(float)) for sid, y in rows]
+    return out[:limit] if limit else out
+
+
+def interval_table(rows: list[dict]) -> pd.DataFrame:
+    """Coverage and MSIS at each level per interval method, averaged over series."""
+    methods = list(dict.fromkeys(k.split("|")[1] for r in rows[:1] for k in r if k.startswith("cover80|")))
+    return pd.DataFrame({f"{stat}_{lv}": {m: np.mean([r[f"{stat}{lv}|{m}"] for r in rows]) for m in methods}
+                         for lv in LEVELS for stat in ("cover", "msis")})
 
 
 def accuracy_table(rows: list[dict]) -> pd.DataFrame:
     """sMAPE, MASE and OWA per method, averaged over series as in M4."""
-    methods = sorted({k.split("|")[1] for r in rows for k in r if "|" in k})
+    methods = sorted({k.split("|")[1] for r in rows for k in r if k.startswith("smape|")})
     table = pd.DataFrame({
         "sMAPE": {m: np.mean([r[f"smape|{m}"] for r in rows]) for m in methods},
         "MASE": {m: np.mean([r[f"mase|{m}"] for r in rows]) for m in methods},
@@ -119,10 +159,13 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N series")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--windows", type=int, default=3, help="backtest windows per series (fit's windows=)")
+    parser.add_argument("--split", choices=("test", "tail"), default="test",
+                        help="score the M4 test values, or the last 48 h of each training series")
     parser.add_argument("--rows", type=Path, default=None,
                         help="also append each series' scores to this JSON-lines file as they finish")
     args = parser.parse_args()
-    series = load(args.data, args.limit)
+    series = load(args.data, args.limit, args.split)
+    load_start = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     started = time.perf_counter()
     rows = []
     with ProcessPoolExecutor(args.workers) as pool:
@@ -133,10 +176,13 @@ def main() -> None:
                     out.write(json.dumps(row) + "\n")
     wall = time.perf_counter() - started
     table = accuracy_table(rows)
-    print(f"M4 Hourly dev: {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, {args.workers} workers")
+    print(f"M4 Hourly dev ({args.split} split): {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, "
+          f"{args.workers} workers, load average at start {load_start}")
     print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     blow = np.mean([r["mase|auto"] > 3 * r["mase|seasonal_naive"] for r in rows])
-    print(f"\nauto: interval coverage on the test part: 80% -> {np.mean([r['cover_80'] for r in rows]):.3f}, "
+    print("\nintervals of the automatic choice, by interval method (coverage [fraction], MSIS [ratio]):")
+    print(interval_table(rows).to_string(float_format=lambda v: f"{v:.3f}"))
+    print(f"\nauto (default method): interval coverage: 80% -> {np.mean([r['cover_80'] for r in rows]):.3f}, "
           f"95% -> {np.mean([r['cover_95'] for r in rows]):.3f}")
     print(f"auto: series with MASE > 3x seasonal naive's: {blow:.1%}")
     print(f"auto: models chosen: {pd.Series([r['model'] for r in rows]).value_counts().head(8).to_dict()}")
@@ -146,7 +192,8 @@ def main() -> None:
           f"CPU {cpu.sum():.0f} s in all (what 2 idle cores would take: {cpu.sum() / args.workers:.0f} s wall)")
     ours, base = long_series_timing()
     print(f"2-year hourly series (17,520 points, horizon 336): fit {ours:.2f} s; "
-          f"baseline MSTL(24,168)+ETS {base:.2f} s; ratio {ours / base:.2f}")
+          f"baseline MSTL(24,168)+ETS {base:.2f} s; ratio {ours / base:.2f}; "
+          f"load average at end {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":
