@@ -21,7 +21,7 @@ long_form as (
 binned as (
     select
         day_utc, model, metric, tokens,
-        greatest(floor(ln(greatest(tokens, 0.5)) * $inv_ln_gamma::double), -1)::smallint as bin
+        greatest(floor(ln(greatest(tokens::double, 0.5)) * $inv_ln_gamma::double), -1)::smallint as bin  -- double: a 0.5 literal makes the logs DECIMAL
     from long_form
 ),
 
