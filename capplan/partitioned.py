@@ -431,6 +431,19 @@ def rollup_views(con: duckdb.DuckDBPyConnection,
         yield cur
 
 
+def partition_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> tuple[datetime | None, datetime | None]:
+    """First and last minute with requests (of ``model``, or all) in the stored partitions' SLO roll-ups (UTC).
+
+    ``(None, None)`` without partitions: a min/max over the small per-minute table, not a new roll-up.
+    """
+    table = PLAN_INPUTS["int_slo_minute_rollup"]
+    if not _has_table(con, table):
+        return None, None
+    # the table name is a fixed value of PLAN_INPUTS, not user input
+    return con.execute(f"select min(minute_utc), max(minute_utc) from {table} "  # noqa: S608
+                       "where $model::varchar is null or model = $model::varchar", {"model": model}).fetchone()
+
+
 def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:
     """The TTFT thresholds the stored partitions' SLO roll-ups hold (``[]`` without partitions). [ms]"""
     if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):

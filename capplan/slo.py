@@ -32,12 +32,16 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
-import pyarrow.compute as pc
 from pandera.typing.pandas import DataFrame, Series
 
 import sql
 from capplan.config import SloConfig
-from capplan.partitioned import NO_TTFT_THRESHOLD_MS, partition_ttft_thresholds_ms, rollup_views, rollup_with_partitions
+from capplan.partitioned import (
+    NO_TTFT_THRESHOLD_MS,
+    partition_minute_span,
+    partition_ttft_thresholds_ms,
+    rollup_views,
+)
 from sizing.slo import (
     MINUTES_PER_DAY,
     BurnRateRule,
@@ -196,15 +200,21 @@ def _minute_rollup(con: duckdb.DuckDBPyConnection, slo: SloConfig, bounds: dict)
 
 
 def _request_span(con: duckdb.DuckDBPyConnection, slo: SloConfig) -> tuple[datetime, datetime]:
-    """First minute with a request and the minute after the last one (UTC) for the SLO's model."""
-    rollup = rollup_with_partitions(con, *_minute_rollup(con, slo, {"model": slo.model, "start_utc": None,
-                                                                     "end_utc": None}))
-    if slo.model is not None:
-        rollup = rollup.filter(pc.equal(rollup["model"], slo.model))
-    if rollup.num_rows == 0:
+    """First minute with a request and the minute after the last one (UTC) for the SLO's model.
+
+    Over ``requests`` and the stored partitions: two min/max look-ups, not a per-minute roll-up.
+    """
+    first, last = con.execute(
+        "select min(ts_utc), max(ts_utc) from requests where ($model::varchar is null or model = $model::varchar)",
+        {"model": slo.model}).fetchone()
+    spans = [(pd.Timestamp(first).floor("min").to_pydatetime(), pd.Timestamp(last).floor("min").to_pydatetime())
+             ] if last is not None else []
+    part_first, part_last = partition_minute_span(con, slo.model)
+    if part_last is not None:
+        spans.append((part_first, part_last))
+    if not spans:
         raise ValueError(f"SLO {slo.name!r}: no requests" + (f" for model {slo.model!r}" if slo.model else ""))
-    span = pc.min_max(rollup["minute_utc"]).as_py()
-    return span["min"], span["max"] + timedelta(minutes=1)
+    return min(a for a, _ in spans), max(b for _, b in spans) + timedelta(minutes=1)
 
 
 def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime | None = None) -> SloStatus:
