@@ -113,8 +113,17 @@ def test_serve_against_a_real_server_runs_the_monthly_plan(write_plan_config, pl
         assert crons == {PLAN_DEPLOYMENT: ["0 6 1 * *"], INGEST_DEPLOYMENT: ["0 5 * * *"]}
         assert found[PLAN_DEPLOYMENT]["schedules"][0]["schedule"]["timezone"] == "UTC"
 
-        run = httpx.post(f"{api}/deployments/{found[PLAN_DEPLOYMENT]['id']}/create_flow_run", json={}, timeout=10)
-        run_id = run.json()["id"]
+        def create_run():
+            # serve may still be (re)registering its deployments: a refused request created nothing, so
+            # look the deployment up again and retry until the server accepts the run
+            current = {d["name"]: d for d in deployments() or []}
+            if PLAN_DEPLOYMENT not in current:
+                return None
+            run = httpx.post(f"{api}/deployments/{current[PLAN_DEPLOYMENT]['id']}/create_flow_run", json={},
+                             timeout=10)
+            return run.json()["id"] if run.is_success else None
+
+        run_id = _wait("the server to accept a flow run of the plan deployment", create_run, 120, logs)
 
         def finished():
             state = httpx.get(f"{api}/flow_runs/{run_id}", timeout=10).json()["state"]
