@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+
+_MIB_PER_UNIT = {"bytes": 1 / 2**20, "kib": 1 / 2**10, "mib": 1, "gib": 2**10, "tib": 2**20,
+                 "kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
 
 
 class DatabaseLockedError(RuntimeError):
@@ -33,3 +39,36 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
     con.execute("set enable_progress_bar = false")
     con.execute("set TimeZone = 'UTC'")
     return con
+
+
+def memory_limit_mib(con: duckdb.DuckDBPyConnection) -> float | None:
+    """DuckDB's current ``memory_limit`` [MiB], or ``None`` when it cannot be read as a size."""
+    text = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    match = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]+)\s*", str(text))
+    if not match or match.group(2).lower() not in _MIB_PER_UNIT:
+        return None
+    return float(match.group(1)) * _MIB_PER_UNIT[match.group(2).lower()]
+
+
+@contextmanager
+def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> Iterator[None]:
+    """Hold DuckDB's ``memory_limit`` at no more than ``limit_mib`` [MiB] while the block runs.
+
+    Beyond the limit DuckDB evicts cached blocks and spills to temporary files, so a job's memory
+    stays flat as its input grows. A lower limit already set is kept (never raised); ``None`` leaves
+    the setting alone. The limit is a database-wide setting, not transactional: the previous value
+    is restored whatever happens.
+    """
+    if limit_mib is None:
+        yield
+        return
+    previous = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    current = memory_limit_mib(con)
+    if current is not None and current <= limit_mib:
+        yield
+        return
+    con.execute("set memory_limit = ?", [f"{limit_mib}MiB"])
+    try:
+        yield
+    finally:
+        con.execute("set memory_limit = ?", [previous])

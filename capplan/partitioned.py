@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import duckdb
@@ -64,8 +64,6 @@ PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
 table that keeps each partition's rows of it; readers sum the two (:func:`rollup_with_partitions`)."""
 NO_TTFT_THRESHOLD_MS = float("inf")
 """The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
-_CONCURRENCY_SCHEMA = pa.schema([("hour_utc", pa.timestamp("us")), ("model", pa.string()),
-                                 ("concurrency_peak", pa.int64())])
 _QUARANTINE_SCHEMA = pa.schema([("path", pa.string()), ("row_number", pa.int64()), ("rule", pa.string()),
                                 ("detail", pa.string()), ("raw", pa.string())])
 
@@ -248,32 +246,17 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
                 results.append(ingest.load_file(con, Path(path), partition.source, ingest_cfg, now_utc=now_utc))
             except ingest.IngestError as exc:
                 return PartitionRollup(partition, error=str(exc))
-        tables = profile.rollup_partition(con, "requests")
-        concurrency = _concurrency(con)
+        tables = profile.rollup_partition(con, "requests", in_flight=True)  # one scan: counts, bins, sweep
         plan_inputs = {query: con.sql(sql.load(query), params=params).to_arrow_table()
                        for query, params in _plan_input_params(ttft_thresholds_ms).items()}
         quarantine = con.sql("select path, row_number, rule, detail, raw::varchar as raw from quarantine "
                                  "order by path, row_number").to_arrow_table().cast(_QUARANTINE_SCHEMA)
         hashes = [h for (h,) in con.execute("select content_sha256 from ingest_ledger order by path").fetchall()]
     return PartitionRollup(
-        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], concurrency, plan_inputs, quarantine,
+        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], tables["fct_concurrency_hourly"], plan_inputs, quarantine,
         hashlib.sha256("".join(hashes).encode()).hexdigest(),
         sum(r.rows_read for r in results), sum(r.rows_loaded for r in results),
         sum(r.rows_quarantined for r in results))
-
-
-def _concurrency(con: duckdb.DuckDBPyConnection) -> pa.Table:
-    """Peak in flight per hour and model over the partition's own requests (``profile_source``), spill-over hours included."""
-    first, last_end, lookback_ms = con.execute(
-        "select date_trunc('hour', min(ts_utc)), max(ts_utc + to_microseconds((latency_ms * 1000)::bigint)), "
-        "coalesce(max(latency_ms), 0) from requests where latency_ms > 0").fetchall()[0]
-    if first is None:
-        return _CONCURRENCY_SCHEMA.empty_table()
-    end = last_end.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
-    spans = con.sql(sql.load("int_profile_inflight_spans"), params={
-        "start_utc": first, "end_utc": end, "lookback_us": int(lookback_ms * 1000) + 1}).to_arrow_table()
-    return pa.Table.from_pandas(profile._concurrency_frame(spans, first, end), schema=_CONCURRENCY_SCHEMA,
-                                preserve_index=False)
 
 
 def _plan_input_params(ttft_thresholds_ms: Iterable[float | None]) -> dict[str, dict]:

@@ -162,6 +162,44 @@ def peak_in_flight_per_hour(
     return peaks
 
 
+def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[tuple[int, int]]:
+    """Cut hours ``[0, len(hour_rows))`` into consecutive windows ``[a, b)`` to roll up one at a time.
+
+    Parameters
+    ----------
+    hour_rows : numpy.ndarray of int
+        Rows arriving in each hour. [rows]
+    max_hours : int
+        Longest window: bounds the per-second and histogram arrays. [hours]
+    max_rows : int
+        Row budget of a window: bounds the rows and spans held at once. [rows]
+
+    Returns
+    -------
+    list of (int, int)
+        Windows that tile the hours in order; each holds at most ``max_hours`` hours and, unless a
+        single hour alone has more, at most ``max_rows`` rows.
+
+    Notes
+    -----
+    Greedy: a window grows hour by hour until the next hour would break a limit. Memory then stays
+    flat as the rows per day grow (windows shorten) instead of growing with them; an hour with more
+    than ``max_rows`` rows is a window of its own, so the bound is ``max(max_rows, rows of the
+    busiest hour)``.
+    """
+    if max_hours < 1 or max_rows < 1:
+        raise ValueError(f"max_hours and max_rows must be >= 1, got {max_hours!r} and {max_rows!r}")
+    windows, start, rows = [], 0, 0
+    for hour, n in enumerate(np.asarray(hour_rows, dtype=np.int64).tolist()):
+        if hour > start and (hour - start >= max_hours or rows + n > max_rows):
+            windows.append((start, hour))
+            start, rows = hour, 0
+        rows += n
+    if len(hour_rows):
+        windows.append((start, len(hour_rows)))
+    return windows
+
+
 class WindowRollup:
     """Accumulates the rollups of the requests arriving in hours ``[first_hour_epoch, + n_hours)``.
 

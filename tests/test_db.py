@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from capplan.db import DatabaseLockedError, connect
+from capplan.db import DatabaseLockedError, connect, memory_capped, memory_limit_mib
 from sql import load
 
 
@@ -34,3 +34,26 @@ def test_locked_database_gives_clear_error(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize(("setting", "mib"), [("300MiB", 300), ("2GiB", 2048), ("1500kB", 1.4)])
+def test_memory_limit_is_read_in_mib(setting, mib):
+    con = connect()
+    con.execute("set memory_limit = ?", [setting])
+    assert memory_limit_mib(con) == pytest.approx(mib, rel=0.01)  # DuckDB prints one decimal
+
+
+def test_memory_capped_lowers_then_restores_and_never_raises():
+    con = connect()
+    con.execute("set memory_limit = '2GiB'")
+    with memory_capped(con, 256):
+        assert memory_limit_mib(con) == 256
+    assert memory_limit_mib(con) == 2048
+    con.execute("set memory_limit = '100MiB'")
+    with memory_capped(con, 256):  # a lower limit already set is kept
+        assert memory_limit_mib(con) == 100
+    with pytest.raises(RuntimeError), memory_capped(con, 50):
+        raise RuntimeError("restored even so")
+    assert memory_limit_mib(con) == 100
+    with memory_capped(con, None):
+        assert memory_limit_mib(con) == 100

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import sql
 from capplan import profile
 from capplan.db import connect
+from capplan.profile_rollup import peak_in_flight_per_hour
 
 
 def _insert(con, rows):
@@ -234,7 +235,7 @@ def test_peak_in_flight_matches_brute_force(spans):
     us = 1_000_000
     start = np.array([s for s, _ in spans], dtype=np.int64) * us
     end = start + np.array([d for _, d in spans], dtype=np.int64) * us
-    got = profile.peak_in_flight_per_hour(start, end, 0, 3)
+    got = peak_in_flight_per_hour(start, end, 0, 3)
     for hour in range(3):
         lo, hi = hour * 3600 * us, (hour + 1) * 3600 * us
         instants = [lo] + [t for t in start if lo <= t < hi]
@@ -252,3 +253,22 @@ def test_rollup_partition_of_no_rows_gives_empty_tables(con):
     merged = profile.merge_rollups(con, [parts, whole])
     # 10:00: a, b and all; 12:00: b and all
     assert merged["fct_traffic_hourly"].num_rows == whole["fct_traffic_hourly"].num_rows == 5
+
+
+@pytest.mark.parametrize("window_rows", [1, 1_000])
+def test_rollup_partition_sweeps_in_flight_in_the_same_scan(con, monkeypatch, window_rows):
+    """With ``in_flight``, the partition's peak in flight per hour equals a refresh's, spill-over hours
+    after the last arrival included, whatever the windows (one hour each with a budget of one row)."""
+    rows = [*GOLDEN, ("2026-03-01 12:59:00.000", 5, 5, "a", 200, 10.0, 7_200_000.0, 2)]  # in flight until 14:59
+    _insert(con, rows)
+    monkeypatch.setattr(profile, "ROLLUP_WINDOW_ROWS", window_rows)
+    parts = profile.rollup_partition(con, "requests", in_flight=True)
+    profile.refresh_rollups(con, full=True)
+    for name, table in parts.items():
+        keys = "hour_utc, model" + (", metric, bin" if name == "fct_histogram_hourly" else "")
+        want = con.sql(f"select * from {name} order by {keys}").to_arrow_table()  # noqa: S608
+        got = table.sort_by([(k.strip(), "ascending") for k in keys.split(",")])
+        assert got.to_pylist() == want.to_pylist(), name
+    peaks = {(r["hour_utc"].hour, r["model"]) for r in parts["fct_concurrency_hourly"].to_pylist()}
+    assert {(13, "a"), (14, "a"), (14, profile.ALL_MODELS)} <= peaks  # hours without arrivals
+    assert "fct_concurrency_hourly" not in profile.rollup_partition(con, "requests")

@@ -195,6 +195,18 @@ def test_incremental_equals_full_rebuild_and_survives_a_replaced_file(month):
         profile.refresh_rollups(con)
 
 
+@pytest.mark.parametrize(("window_rows", "window_hours"), [(300, 24), (1, 24), (10_000, 5)])
+def test_window_sizes_do_not_change_the_rollups(month, monkeypatch, window_rows, window_hours):
+    """Windows cut by the row budget (down to one hour each) or by hours give the same tables."""
+    con, _, _ = month
+    before = _tables(con)
+    monkeypatch.setattr(profile, "ROLLUP_WINDOW_ROWS", window_rows)
+    monkeypatch.setattr(profile, "ROLLUP_WINDOW_HOURS", window_hours)
+    profile.refresh_rollups(con, full=True)
+    for name, frame in _tables(con).items():
+        pd.testing.assert_frame_equal(frame, before[name], obj=name)
+
+
 def test_merged_week_partitions_equal_single_process(month):
     con, _, folder = month
     parts = []
