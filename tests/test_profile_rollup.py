@@ -14,7 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capplan import profile
-from capplan.profile_rollup import US_PER_HOUR, WindowRollup, _TokenBins, log_bins, plan_windows
+from capplan.profile_rollup import (
+    US_PER_HOUR,
+    WindowRollup,
+    _TokenBins,
+    log_bins,
+    peak_in_flight_by_model,
+    plan_windows,
+)
 from capplan.sample import SampleSpec, generate_day
 
 INV_LN_GAMMA = 1 / math.log(profile.HISTOGRAM_GAMMA)
@@ -181,3 +188,30 @@ def test_plan_windows_worked_example():
 def test_plan_windows_rejects_empty_limits(max_hours, max_rows):
     with pytest.raises(ValueError, match="max_hours and max_rows"):
         plan_windows(np.array([1]), max_hours, max_rows)
+
+
+_SPAN = st.tuples(st.integers(-600, 3 * 3600 + 600), st.integers(0, 900), st.integers(0, 2))  # start, duration, model
+_BASE_HOUR = 1_700_000_000 // 3600  # an hour of late 2023 [hours since the epoch]
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=st.lists(_SPAN, max_size=60), unit_us=st.sampled_from([1_000, 1_000_000]))
+def test_peak_in_flight_by_model_matches_brute_force(spans, unit_us):
+    """Per model and of all models, against counting the covering spans at every instant that matters.
+
+    Times in ms (many events in one second) or s (events on hour edges); spans starting before the
+    window are carried in, and spans after it are ignored.
+    """
+    start = np.array([s for s, _, _ in spans], dtype=np.int64) * unit_us + _BASE_HOUR * US_PER_HOUR
+    end = start + np.array([d for _, d, _ in spans], dtype=np.int64) * unit_us
+    model = np.array([m for _, _, m in spans], dtype=np.int64)
+    got = peak_in_flight_by_model(model, start, end, 3, _BASE_HOUR, 3)
+    assert got.shape == (3, 4)
+    for column in range(4):
+        mine = model == column if column < 3 else np.ones(len(model), bool)
+        s_, e_ = start[mine], end[mine]
+        for hour in range(3):
+            lo, hi = (_BASE_HOUR + hour) * US_PER_HOUR, (_BASE_HOUR + hour + 1) * US_PER_HOUR
+            instants = [lo] + [t for t in s_ if lo <= t < hi]
+            want = max(int(np.sum((s_ <= t) & (e_ > t))) for t in instants)
+            assert got[hour, column] == want, (hour, column)
