@@ -9,7 +9,14 @@ peak resident memory of:
 - ``capplan``: :func:`capplan.ingest.load_file` with validation on (SQL rules +
   quarantine + ledger, pandera contract on a sample);
 - ``capplan-contract-all``: the same with pandera over every loaded row (chunks);
-- ``capplan-contract-off``: SQL rules only.
+- ``capplan-contract-off``: SQL rules only;
+- ``capplan-before``: ``capplan`` with the code of ``--before DIR`` (an export of another commit's
+  ``capplan/`` and ``sql/``, e.g. ``git archive HEAD~3 capplan sql | tar -x -C DIR``), to compare two
+  versions in one run.
+
+Peak memory is the child's own high-water mark (``VmHWM``): ``ru_maxrss`` of a child started
+by ``subprocess`` also counts the parent's peak (this script's own file generation), which hid
+the smaller loads' peaks before.
 
 Prints a table of seconds, ratio to the ``bare`` run of the same format and round, peak RSS
 and the 1-minute load average at the end of the run; with ``--repeat N`` the modes run
@@ -35,7 +42,7 @@ from pathlib import Path
 
 import duckdb
 
-MODES = ("bare", "capplan", "capplan-contract-all", "capplan-contract-off")
+MODES = ("bare", "capplan", "capplan-contract-all", "capplan-contract-off", "capplan-before")
 #: 30 days of traffic, 1 % of rows broken in the ways the quarantine rules catch
 ROWS = """
     select
@@ -102,24 +109,40 @@ def child(mode: str, path: Path, db: Path) -> dict:
         from capplan.db import connect
         from capplan.ingest import load_file
 
-        contract = {"capplan": "sample", "capplan-contract-all": "all", "capplan-contract-off": "off"}[mode]
+        contract = {"capplan": "sample", "capplan-before": "sample", "capplan-contract-all": "all",
+                    "capplan-contract-off": "off"}[mode]
         con = connect(db)
         result = load_file(con, path, SourceConfig(name="bench"), IngestConfig(contract_check=contract))
         rows = result.rows_read
         assert result.rows_read == result.rows_loaded + result.rows_quarantined
     con.close()
     seconds = time.perf_counter() - start
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-    return {"mode": mode, "seconds": seconds, "peak_rss_mib": peak_mib, "rows": rows}
+    return {"mode": mode, "seconds": seconds, "peak_rss_mib": peak_rss_mib(), "rows": rows}
 
 
-def measure(mode: str, path: Path, workdir: Path) -> dict:
-    """Run :func:`child` in a fresh process with a fresh database."""
+def peak_rss_mib() -> float:
+    """This process's peak resident memory [MiB]: ``VmHWM``, which, unlike ``ru_maxrss``, starts afresh at exec."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024  # kB
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+
+
+def measure(mode: str, path: Path, workdir: Path, before: Path | None = None) -> dict:
+    """Run :func:`child` in a fresh process with a fresh database (``capplan-before``: the code in ``before``)."""
     db = workdir / f"bench-{mode}.duckdb"
     for f in (db, db.with_suffix(".duckdb.wal")):
         f.unlink(missing_ok=True)
+    env = None
+    if mode == "capplan-before":
+        if before is None:
+            raise ValueError("mode capplan-before needs --before DIR")
+        env = {**os.environ, "PYTHONPATH": str(before.resolve())}
     out = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(db)],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, env=env)
     db.unlink(missing_ok=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -131,6 +154,7 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=["parquet", "csv"], choices=["parquet", "csv"],
                         help="Formats generated and measured (run_all.py also asks for 'hive').")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--before", type=Path, help="capplan/ and sql/ of another version, for capplan-before")
     parser.add_argument("--repeat", type=int, default=1, help="interleaved rounds; medians when > 1")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -146,7 +170,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 bare = None
                 for mode in args.modes:
-                    r = measure(mode, files[fmt], args.workdir)
+                    r = measure(mode, files[fmt], args.workdir, args.before)
                     bare = r["seconds"] if mode == "bare" else bare
                     r["ratio"] = r["seconds"] / bare if bare else None
                     r["load"] = os.getloadavg()[0]
