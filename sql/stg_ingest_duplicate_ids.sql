@@ -1,11 +1,11 @@
--- request ids that occur more than once in the file being ingested (view `ingest_raw`), with the
--- data row of their first occurrence; run only when sql/stg_ingest_repeated_hashes.sql found
--- repeated hashes, and grouping only the rows with those hashes (the exact step, by id text).
+-- request ids that occur more than once in the file being ingested (temp table `ingest_staged`), with
+-- the data row of their first occurrence, whatever that row's own fate; groups the id text of only
+-- the rows whose hash sql/stg_ingest_repeated_hashes.sql found repeated (the exact step).
 create or replace temp table ingest_duplicate_ids as
 with
 
 source as (
-    select source_row, ingest_text(request_id_raw) as request_id_text from ingest_raw
+    select source_row, request_id from ingest_staged
 ),
 
 repeated_hashes as (
@@ -13,15 +13,15 @@ repeated_hashes as (
 ),
 
 ids as (
-    select source_row, request_id_text
+    select source_row, request_id
     from source
-    where request_id_text is not null and hash(request_id_text) in (select id_hash from repeated_hashes)
+    where request_id is not null and hash(request_id) in (select id_hash from repeated_hashes)
 ),
 
 final as (
-    select request_id_text, min(source_row) as first_row
+    select request_id, min(source_row) as first_row
     from ids
-    group by request_id_text
+    group by request_id
     having count(*) > 1
 )
 

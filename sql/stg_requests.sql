@@ -1,5 +1,9 @@
--- stage one request-log file: parse the columns of the temp view `ingest_raw` and name the FIRST
--- rule each row breaks (`rule` is null for a good row).
+-- parse and check one request-log file: parse the columns of the temp view `ingest_raw` and name
+-- the FIRST rule each row breaks (`rule` is null for a good row); detail and raw values of bad rows
+-- only. Every rule but `request_id_duplicate` is named here; that one needs every id of the file
+-- and is marked afterwards (sql/stg_ingest_duplicate_rows.sql, sql/stg_ingest_mark_duplicates.sql).
+-- capplan/ingest.py registers this query as the temp view `ingest_checked`; sql/stg_ingest_staged.sql
+-- keeps its result for a text file, so the file is read once.
 -- `ingest_raw` columns (built by capplan/ingest.py from the reader's column types):
 --   source_row (1-based data row of the file), raw (the row as read), raw_error (a rule the reader
 --   already knows is broken, e.g. json_malformed; else null);
@@ -15,11 +19,10 @@
 -- missing-or-unparseable distinctions run only on rows whose value did not parse (DuckDB evaluates a
 -- CASE branch and the right side of `and` only on the rows that reach them), so a typed column costs
 -- a cheap numeric cast, and a clean text column one try_cast.
--- parameters: $file_id, $path, $now_utc (ingest time, UTC), $future_tolerance_s [s],
+-- parameters: $now_utc (ingest time, UTC), $future_tolerance_s [s],
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
--- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model,
--- $replaced_file_id (the earlier version of this path being replaced, or null).
+-- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model.
 with
 
 source as (
@@ -84,18 +87,6 @@ parsed as (
     from numbers
 ),
 
-first_rows as (
-    -- first occurrence of each repeated request_id in this file (sql/stg_ingest_duplicate_ids.sql)
-    select request_id_text, first_row from ingest_duplicate_ids
-),
-
-loaded_ids as (
-    -- ids already in `requests` from other files (not the version this file replaces)
-    select distinct request_id as request_id_text
-    from requests
-    where request_id is not null and file_id <> $file_id and file_id is distinct from $replaced_file_id
-),
-
 checked as (
     select
         p.*,
@@ -122,21 +113,16 @@ checked as (
             when p.latency_ms_number < 0
                 or (p.latency_ms_number is null and nullif(trim(cast(p.latency_ms_raw as varchar)), '') is not null)
                 then 'latency_ms_invalid'
-            when f.first_row < p.source_row then 'request_id_duplicate'
-            when l.request_id_text is not null then 'request_id_duplicate'
-        end as rule,
-        f.first_row as duplicate_of_row,
-        l.request_id_text is not null as duplicate_of_loaded
+        end as rule
     from parsed as p
-    left join first_rows as f on p.request_id_text = f.request_id_text
-    left join loaded_ids as l on p.request_id_text = l.request_id_text
 ),
 
 final as (
     select
         ts_utc,
-        cast(input_tokens_number as integer) as input_tokens,
-        cast(output_tokens_number as integer) as output_tokens,
+        -- typed for good rows only: a bad row's number may not fit an integer
+        case when rule is null then cast(input_tokens_number as integer) end as input_tokens,
+        case when rule is null then cast(output_tokens_number as integer) end as output_tokens,
         coalesce(model_text, $default_model) as model,
         status_code as status,
         ttft_ms_number as ttft_ms,
@@ -144,8 +130,6 @@ final as (
         request_id_text as request_id,
         tenant_text as tenant,
         zone_text as zone,
-        cast($file_id as integer) as file_id,
-        cast($path as varchar) as path,
         source_row,
         rule,
         case rule
@@ -170,9 +154,6 @@ final as (
             when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a number >= 0'
             when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
                 || ' is not a number >= 0'
-            when 'request_id_duplicate' then 'request_id: ' || request_id_text || ' already seen '
-                || case when duplicate_of_loaded then 'in an earlier file'
-                        else 'at data row ' || duplicate_of_row end
         end as detail,
         case when rule is not null then to_json(raw) end as raw_json
     from checked

@@ -277,3 +277,79 @@ def test_concatenated_gzip_members_and_crlf_line_endings(tmp_path):
     result, con = _load(path)
     assert (result.rows_read, result.rows_loaded) == (2, 2)
     assert con.execute("select sum(output_tokens) from requests").fetchall() == [(6,)]
+
+
+# --- one read of a text file: the staged rows give the same results as the three-pass version ------
+
+MESSY_IDS = ("ts_utc,input_tokens,output_tokens,request_id\n"
+             "2026-10-01T00:00:00Z,-1,1,a\n"          # 1 bad, and the first a: a stays taken
+             "2026-10-01T00:00:01Z,1,1,a\n"           # 2 duplicate of row 1
+             "2026-10-01T00:00:02Z,1,1\n"             # 3 rejected by the reader
+             "2026-10-01T00:00:03Z,1,1, b\n"          # 4 loaded as 'b'
+             "2026-10-01T00:00:04Z,1,1,b\n"           # 5 duplicate of row 4
+             "2026-10-01T00:00:05Z,x,1,e1\n"          # 6 its own rule first, though e1 is loaded
+             "2026-10-01T00:00:06Z,1,1,e1\n"          # 7 duplicate of an earlier file
+             "2026-10-01T00:00:07Z,1,1,a\n"           # 8 duplicate of row 1
+             "2026-10-01T00:00:08Z,1,1,c,extra\n"     # 9 rejected by the reader
+             "2026-10-01T00:00:09Z,1,1,c\n"           # 10 loaded
+             "2026-10-01T00:00:10Z,1,1,\n"            # 11, 12 no id: never duplicates
+             "2026-10-01T00:00:11Z,1,1,\n"
+             "2026-10-01T00:00:12Z,1,1,e2 \n")        # 13 duplicate of an earlier file
+
+
+def test_messy_csv_quarantines_exactly_what_the_three_pass_version_did(tmp_path):
+    """Every quarantine row (number, rule, detail, raw) and every loaded row, as the version that
+    read the file three times (commit 0ed8267) gave them."""
+    con = connect()
+    earlier = tmp_path / "earlier.csv"
+    earlier.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:00Z,1,1,e1\n"
+                       "2026-10-01T00:00:01Z,1,1,e2\n")
+    _load(earlier, con=con)
+    path = tmp_path / "messy.csv"
+    path.write_text(MESSY_IDS)
+    result, _ = _load(path, con=con)
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (13, 4, 9)
+    rows = con.execute("select row_number, rule, detail, raw from quarantine where file_id = ? order by row_number",
+                       [result.file_id]).fetchall()
+
+    def raw(second, tokens, request_id):
+        return (f'{{"ts_utc":"2026-10-01T00:00:{second:02d}Z","input_tokens":"{tokens}","output_tokens":"1",'
+                f'"request_id":"{request_id}"}}')
+    columns = "line does not split into the header's columns (csv_wrong_column_count)"
+    assert rows == [
+        (1, "tokens_negative", "input_tokens=-1, output_tokens=1: expected >= 0", raw(0, -1, "a")),
+        (2, "request_id_duplicate", "request_id: a already seen at data row 1", raw(1, 1, "a")),
+        (3, "csv_wrong_column_count", columns, '"2026-10-01T00:00:02Z,1,1"'),
+        (5, "request_id_duplicate", "request_id: b already seen at data row 3", raw(4, 1, "b")),
+        (6, "tokens_not_integer", "input_tokens=x, output_tokens=1: expected integers", raw(5, "x", "e1")),
+        (7, "request_id_duplicate", "request_id: e1 already seen in an earlier file", raw(6, 1, "e1")),
+        (8, "request_id_duplicate", "request_id: a already seen at data row 1", raw(7, 1, "a")),
+        (9, "csv_wrong_column_count", columns, '"2026-10-01T00:00:08Z,1,1,c,extra"'),
+        (13, "request_id_duplicate", "request_id: e2 already seen in an earlier file", raw(12, 1, "e2 "))]
+    assert con.execute("select request_id, second(ts_utc) from requests where file_id = ? order by rowid",
+                       [result.file_id]).fetchall() == [("b", 3), ("c", 9), (None, 10), (None, 11)]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_rows_of_a_file_of_many_row_groups_keep_their_file_row_numbers(tmp_path, suffix):
+    """300 000 rows (three DuckDB row groups, read in parallel): bad rows and duplicates far apart."""
+    n = 300_000
+    bad = {7: "tokens_negative", 150_001: "timestamp_unparseable", 299_999: "request_id_duplicate"}
+    lines = ["ts_utc,input_tokens,output_tokens,request_id"]
+    for row in range(1, n + 1):
+        ts = "soon" if bad.get(row) == "timestamp_unparseable" else f"2026-10-01T00:00:{row % 60:02d}Z"
+        tokens = -1 if bad.get(row) == "tokens_negative" else row % 1000
+        lines.append(f"{ts},{tokens},2,{'r123456' if row == 299_999 else f'r{row}'}")
+    path = tmp_path / f"big{suffix}"
+    text = tmp_path / "big.csv"
+    text.write_text("\n".join(lines) + "\n")
+    if suffix == ".parquet":
+        connect().execute(f"copy (select * from read_csv(?, all_varchar=true)) to '{path}' (format parquet)",
+                          [str(text)])
+    result, con = _load(path, cfg=IngestConfig())
+    assert (result.rows_read, result.rows_loaded) == (n, n - 3)
+    assert _quarantine(con) == sorted(bad.items())
+    assert con.execute("select detail from quarantine where rule = 'request_id_duplicate'").fetchall() == [
+        ("request_id: r123456 already seen at data row 123456",)]
+    assert con.execute("select count(*), count(distinct request_id), sum(input_tokens) from requests").fetchall() == [
+        (n - 3, n - 3, sum(r % 1000 for r in range(1, n + 1)) - 7 - 150_001 % 1000 - 299_999 % 1000)]

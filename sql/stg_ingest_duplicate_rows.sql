@@ -1,0 +1,51 @@
+-- rows of the file being ingested (temp table `ingest_staged`) that break only `request_id_duplicate`:
+-- a good row whose id occurred at an earlier data row of the file (sql/stg_ingest_duplicate_ids.sql),
+-- or is already in `requests` from another file. Their detail, and their raw values read again from
+-- `ingest_raw` (the staging pass keeps raw values of bad rows only); run only when some id repeats
+-- or `requests` holds ids, so a file of fresh ids is still read once.
+-- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null).
+create or replace temp table ingest_duplicate_rows as
+with
+
+staged as (
+    select source_row, request_id from ingest_staged where rule is null and request_id is not null
+),
+
+first_rows as (
+    select request_id, first_row from ingest_duplicate_ids
+),
+
+loaded_ids as (
+    -- ids of this file already in `requests` from other files (not the version this file replaces);
+    -- the semi join keeps the hash table to this file's ids, however large `requests` grows
+    select distinct r.request_id
+    from requests as r
+    semi join staged as s on r.request_id = s.request_id
+    where r.file_id <> $file_id and r.file_id is distinct from $replaced_file_id
+),
+
+duplicates as (
+    select
+        s.source_row,
+        'request_id: ' || s.request_id || ' already seen '
+            || case when l.request_id is not null then 'in an earlier file'
+                    else 'at data row ' || f.first_row end as detail
+    from staged as s
+    left join first_rows as f on s.request_id = f.request_id
+    left join loaded_ids as l on s.request_id = l.request_id
+    where f.first_row < s.source_row or l.request_id is not null
+),
+
+raw_rows as (
+    select source_row, to_json(raw) as raw_json
+    from ingest_raw
+    where source_row in (select source_row from duplicates)
+),
+
+final as (
+    select d.source_row, d.detail, r.raw_json
+    from duplicates as d
+    join raw_rows as r on d.source_row = r.source_row
+)
+
+select * from final

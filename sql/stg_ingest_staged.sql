@@ -1,0 +1,9 @@
+-- keep every parsed and checked row of a text file (view `ingest_checked`, sql/stg_requests.sql) in
+-- the temp table `ingest_staged`: the file's only full read. Good rows go on to `requests`
+-- (sql/stg_ingest_insert_requests.sql), bad ones to `quarantine` (sql/stg_ingest_insert_quarantine.sql),
+-- from here. Re-reading CSV text costs more than writing and scanning this table (tokenising and
+-- parsing every line again); a Parquet file's columns are cheap to scan again, so for Parquet
+-- `ingest_staged` is a view (capplan/ingest.py). Beyond the ingest's DuckDB memory limit the table
+-- spills to DuckDB's temporary folder.
+create or replace temp table ingest_staged as
+select * from ingest_checked
