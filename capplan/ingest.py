@@ -327,7 +327,7 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
     _require(path, mapping, columns, lambda c: c in columns)
     exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
     raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
-    rows = SQLExpression("row_number() over ()").alias("source_row")
+    rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered once staged
     rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
                *exprs).create_view("ingest_raw", replace=True)
     return _Raw(defaulted, header_lines=int(header))
@@ -380,8 +380,8 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
 #: parameters of sql/stg_requests.sql (the staging pass), of :func:`_stage_params`
 _STAGE_PARAMS = ("now_utc", "future_tolerance_s", "context_limit_tokens", "timezone", "unit_us", "origin_utc",
                  "default_model")
-#: temp tables of one file's duplicate check (sql/stg_ingest_*.sql)
-_STAGE_TABLES = ("ingest_repeated_hashes", "ingest_duplicate_ids", "ingest_duplicate_rows")
+#: temp tables of one file's staging and duplicate check (sql/stg_ingest_*.sql)
+_STAGE_TABLES = ("ingest_staged_rows", "ingest_repeated_hashes", "ingest_duplicate_ids", "ingest_duplicate_rows")
 
 
 def _stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Path,
@@ -483,9 +483,11 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     if old is not None and policy == "refuse":
         raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
                           "refusing (use --on-changed replace to replace its rows)")
-    previous_limit = _first(con, "select current_setting('memory_limit')")[0]
-    if cfg.memory_limit_mib is not None:  # a setting, not transactional: restored below whatever happens
+    previous_limit, previous_order = _first(con, "select current_setting('memory_limit'), "
+                                            "current_setting('preserve_insertion_order')")
+    if cfg.memory_limit_mib is not None:  # settings, not transactional: restored below whatever happens
         con.execute("set memory_limit = ?", [f"{cfg.memory_limit_mib}MiB"])
+    con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
     con.begin()
     try:
         result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
@@ -496,6 +498,7 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
         raise
     finally:
         con.execute("set memory_limit = ?", [previous_limit])
+        con.execute("set preserve_insertion_order = ?", [previous_order])
     return result
 
 
@@ -533,26 +536,29 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
                 params: dict, on_rows: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined).
 
-    A text file is read once, into the temp table ``ingest_staged`` (every row parsed and
-    checked, bad rows with their detail and raw values; it spills to disk beyond the memory
-    limit): tokenising CSV again cost more than that table (20 M rows: 1.61x against 2.20x
-    the bare load for three reads, measured). A Parquet file's columns are cheap to scan
-    again, so there ``ingest_staged`` is a view (1.5x the time as a table, measured). The
-    duplicate-id rule is checked on its ids; then each table gets its rows by one filtered
-    ``insert ... select``, so DuckDB writes full row groups to the file before commit and
-    memory stays flat (appending Arrow batches instead kept every appended row in memory
-    until commit: 4.3 GiB at 20 M rows, measured). The file is read again only for the raw
-    values of rows that break nothing but the duplicate rule.
+    A text file is read once, into a temp table (every row parsed and checked, bad rows with
+    their detail and raw values; it spills to disk beyond the memory limit): tokenising and
+    parsing CSV again cost more than writing and scanning that table, and its rows are numbered
+    by position rather than by a ``row_number()`` window, which serialised the scan. A Parquet
+    file's columns are cheap to scan again, so there ``ingest_staged`` is a view (1.5x the time
+    as a table at 20 M rows, measured), and the quarantine pass runs only when the footer
+    counts more rows than were loaded. The duplicate-id rule is checked on the staged ids; then
+    each table gets its rows by one filtered ``insert ... select``, so DuckDB writes full row
+    groups to the file before commit and memory stays flat (appending Arrow batches instead
+    kept every appended row in memory until commit: 4.3 GiB at 20 M rows, measured). The file
+    is read again only for the raw values of rows that break nothing but the duplicate rule.
+    Figures: docs/ingest.md.
     """
     file_id = params["file_id"]
-    checked = con.sql(sql.load("stg_requests"), params={k: params[k] for k in _STAGE_PARAMS})
+    con.sql(sql.load("stg_requests"), params={k: params[k] for k in _STAGE_PARAMS}).create_view(
+        "ingest_checked", replace=True)
     materialized = kind != "parquet"
     if materialized:
-        checked.create_view("ingest_checked", replace=True)
-        con.execute(sql.load("stg_ingest_staged"))
+        row_offset = _materialize(con, path)
         raw.rejects = _last_rejects(con, path, raw.header_lines)
     else:
-        checked.create_view("ingest_staged", replace=True)
+        row_offset = 0
+        con.execute("create or replace temp view ingest_staged as select * from ingest_checked")
     for step in ("stg_ingest_repeated_hashes", "stg_ingest_duplicate_ids"):  # the second is ~free when no repeats
         con.execute(sql.load(step))
     ids = {"file_id": file_id, "replaced_file_id": params["replaced_file_id"]}
@@ -561,34 +567,50 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
         con.execute(sql.load("stg_ingest_duplicate_rows"), ids)
         if _first(con, "select count(*) from ingest_duplicate_rows")[0]:
             if not materialized:  # a view cannot be updated: keep the rows after all
-                checked.create_view("ingest_checked", replace=True)
                 con.execute("drop view ingest_staged")
-                con.execute(sql.load("stg_ingest_staged"))
+                row_offset = _materialize(con, path)
                 materialized = True
-            con.execute(sql.load("stg_ingest_mark_duplicates"))
+            con.execute(sql.load("stg_ingest_mark_duplicates"), {"row_offset": row_offset})
     con.execute(sql.load("stg_ingest_insert_requests"), {"file_id": file_id})
     loaded = _count(con, "select count(*) from requests where file_id = $f", {"f": file_id})
     if on_rows is not None:
         on_rows(loaded)
-    con.execute(sql.load("stg_ingest_insert_quarantine"), {"file_id": file_id, "path": params["path"]})
+    # independent counts: the Parquet footer exactly; for text, every record takes at least one line
+    bound = (int(_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0])
+             if kind == "parquet" else None if fp.max_records is None else fp.max_records - raw.header_lines)
+    if materialized or loaded < bound:  # a Parquet view is read again only when rows are missing
+        con.execute(sql.load("stg_ingest_insert_quarantine"), {"file_id": file_id, "path": params["path"]})
     if raw.rejects:
         _quarantine_rejects(con, file_id, path, raw)
-    con.execute(f"drop {'table' if materialized else 'view'} ingest_staged")  # temp space back before the next file
+    for view in ("ingest_staged", "ingest_checked"):  # temp space back before the next file
+        con.execute(f"drop view if exists {view}")  # fixed names
     for table in _STAGE_TABLES:
-        con.execute(f"drop table if exists temp.{table}")  # fixed table names
-    con.execute("drop view if exists ingest_checked")
+        con.execute(f"drop table if exists temp.{table}")
     quarantined = _count(con, "select count(*) from quarantine where file_id = $f", {"f": file_id})
     if on_rows is not None:
         on_rows(quarantined)
     rows_read = loaded + quarantined
     if rows_read == 0:
         raise IngestError(f"{path}: no data rows (header only?); expected at least one request row")
-    # independent counts: the Parquet footer exactly; for text, every record takes at least one line
-    bound = (int(_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0])
-             if kind == "parquet" else None if fp.max_records is None else fp.max_records - raw.header_lines)
     if (kind == "parquet" and rows_read != bound) or (bound is not None and rows_read > bound):
         raise IngestError(f"{path}: read {rows_read} rows but the file holds at most {bound}")
     return loaded, quarantined
+
+
+def _materialize(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """Keep the checked rows in a temp table; view them numbered as ``ingest_staged``; return the row offset.
+
+    The offset turns a row's position (``rowid``) into its data row number. A gap in the
+    positions would break that numbering, so it is checked (a bug, not a property of the file).
+    """
+    con.execute(sql.load("stg_ingest_staged"))
+    first, last, rows = _first(con, "select min(rowid), max(rowid), count(*) from ingest_staged_rows")
+    if rows and last - first + 1 != rows:
+        raise IngestError(f"{path}: staged rows are not numbered contiguously ({rows} rows, rowid {first}..{last})")
+    row_offset = 1 - first if rows else 0
+    con.sql(sql.load("stg_ingest_staged_view"), params={"row_offset": row_offset}).create_view(
+        "ingest_staged", replace=True)
+    return row_offset
 
 
 def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path], source: SourceConfig,

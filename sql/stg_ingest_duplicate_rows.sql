@@ -36,9 +36,14 @@ duplicates as (
     where f.first_row < s.source_row or l.request_id is not null
 ),
 
+numbered_raw as (
+    -- a CSV scan does not number its rows (sql/stg_ingest_staged.sql): number them here, in scan order
+    select coalesce(source_row, row_number() over ()) as source_row, raw from ingest_raw
+),
+
 raw_rows as (
     select source_row, to_json(raw) as raw_json
-    from ingest_raw
+    from numbered_raw
     where source_row in (select source_row from duplicates)
 ),
 
