@@ -413,12 +413,17 @@ def _last_rejects(con: duckdb.DuckDBPyConnection, path: Path, header_lines: int)
     return out
 
 
+def _scan_gaps(raw: _Raw) -> list[int]:
+    """Per rejected data row r_j (file order, j 1-based): r_j - j, the rows the scan returned before it.
+
+    The k-th row the scan returned is data row k + #{j : gap_j < k}.
+    """
+    return [r - j - 1 for j, (r, _, _) in enumerate(raw.rejects)]
+
+
 def _quarantine_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path, raw: _Raw) -> None:
     """Insert the reader's rejected lines, after shifting scan-order row numbers to file rows."""
-    rows = [r for r, _, _ in raw.rejects]
-    # the k-th row the scan returned is data row k + #{j : rows[j] - (j+1) < k} (j 0-based)
-    con.execute(sql.load("stg_quarantine_renumber"), {"file_id": file_id, "gaps": [r - j - 1 for j, r in
-                                                                                  enumerate(rows)]})
+    con.execute(sql.load("stg_quarantine_renumber"), {"file_id": file_id, "gaps": _scan_gaps(raw)})
     con.executemany("insert into quarantine values (?, ?, ?, ?, ?, to_json(?::varchar))",
                     [(file_id, str(path), r, rule, f"line does not split into the header's columns "
                       f"({rule})", text) for r, rule, text in raw.rejects])
@@ -561,7 +566,7 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
         con.execute("create or replace temp view ingest_staged as select * from ingest_checked")
     for step in ("stg_ingest_repeated_hashes", "stg_ingest_duplicate_ids"):  # the second is ~free when no repeats
         con.execute(sql.load(step))
-    ids = {"file_id": file_id, "replaced_file_id": params["replaced_file_id"]}
+    ids = {"file_id": file_id, "replaced_file_id": params["replaced_file_id"], "gaps": _scan_gaps(raw)}
     if (_first(con, "select count(*) from ingest_duplicate_ids")[0]
             or _first(con, "select count(*) from (select 1 from requests where request_id is not null limit 1)")[0]):
         con.execute(sql.load("stg_ingest_duplicate_rows"), ids)

@@ -3,7 +3,10 @@
 -- or is already in `requests` from another file. Their detail, and their raw values read again from
 -- `ingest_raw` (the staging pass keeps raw values of bad rows only); run only when some id repeats
 -- or `requests` holds ids, so a file of fresh ids is still read once.
--- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null).
+-- Row numbers here are in scan order, like `source_row`; the detail names the first occurrence's data
+-- row, shifted past the lines the CSV reader rejected as sql/stg_quarantine_renumber.sql does.
+-- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null),
+-- $gaps (per rejected data row r_j, j 1-based in file order: r_j - j; empty when none).
 create or replace temp table ingest_duplicate_rows as
 with
 
@@ -12,7 +15,13 @@ staged as (
 ),
 
 first_rows as (
-    select request_id, first_row from ingest_duplicate_ids
+    select
+        request_id,
+        first_row,
+        first_row + (
+            select count(*) from unnest(cast($gaps as bigint[])) as g(gap) where g.gap < first_row
+        ) as first_data_row
+    from ingest_duplicate_ids
 ),
 
 loaded_ids as (
@@ -29,7 +38,7 @@ duplicates as (
         s.source_row,
         'request_id: ' || s.request_id || ' already seen '
             || case when l.request_id is not null then 'in an earlier file'
-                    else 'at data row ' || f.first_row end as detail
+                    else 'at data row ' || f.first_data_row end as detail
     from staged as s
     left join first_rows as f on s.request_id = f.request_id
     left join loaded_ids as l on s.request_id = l.request_id
