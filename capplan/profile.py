@@ -100,14 +100,18 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(sql.load("ddl_profile"))
 
 
-def _use_source(con: duckdb.DuckDBPyConnection, source: str | os.PathLike | duckdb.DuckDBPyRelation) -> None:
-    """Point the temporary view ``profile_source`` at a table name, a Parquet path or a relation."""
+def _use_source(con: duckdb.DuckDBPyConnection, source: str | os.PathLike | duckdb.DuckDBPyRelation,
+                before_utc: datetime | None = None) -> None:
+    """Point the temporary view ``profile_source`` at a table name, a Parquet path or a relation;
+    with ``before_utc``, at its rows arriving before then only (a bound expression, not SQL text)."""
     if isinstance(source, duckdb.DuckDBPyRelation):
         rel = source
     elif isinstance(source, os.PathLike):
         rel = con.read_parquet(os.fspath(source))
     else:
         rel = con.table(source)
+    if before_utc is not None:
+        rel = rel.filter(duckdb.ColumnExpression("ts_utc") < duckdb.ConstantExpression(before_utc))
     rel.create_view(_SOURCE_VIEW, replace=True)
 
 
@@ -154,7 +158,10 @@ def rollup_partition(
         tables["fct_concurrency_hourly"] = [CONCURRENCY_SCHEMA.empty_table()]
     start_utc, end_utc = _data_span(con, start_utc, end_utc)
     if start_utc is not None:
-        lookback_us, sweep_end = (_in_flight_reach(con, start_utc, end_utc) if in_flight else (0, end_utc))
+        lookback_us, sweep_end = 0, end_utc
+        if in_flight:  # the sweep runs on past end_utc while requests are in flight: arrivals must stop there
+            lookback_us, sweep_end = _in_flight_reach(con, start_utc, end_utc)
+            _use_source(con, source, before_utc=end_utc)
         for window in _roll_up(con, start_utc, sweep_end, lookback_us=lookback_us, in_flight=in_flight):
             tables["fct_traffic_hourly"].append(window.traffic(ALL_MODELS))
             tables["fct_histogram_hourly"].append(window.histogram(ALL_MODELS))

@@ -272,3 +272,16 @@ def test_rollup_partition_sweeps_in_flight_in_the_same_scan(con, monkeypatch, wi
     peaks = {(r["hour_utc"].hour, r["model"]) for r in parts["fct_concurrency_hourly"].to_pylist()}
     assert {(13, "a"), (14, "a"), (14, profile.ALL_MODELS)} <= peaks  # hours without arrivals
     assert "fct_concurrency_hourly" not in profile.rollup_partition(con, "requests")
+
+
+def test_rollup_partition_in_flight_stops_arrivals_at_its_end(con):
+    """The sweep runs past ``end_utc`` while requests are in flight; rows arriving after it count nowhere."""
+    _insert(con, [*GOLDEN, ("2026-03-01 10:59:00.000", 5, 5, "a", 200, 10.0, 7_200_000.0, 1)])
+    end = datetime(2026, 3, 1, 11)  # leaves out 12:30
+    parts = profile.rollup_partition(con, "requests", end_utc=end, in_flight=True)
+    plain = profile.rollup_partition(con, "requests", end_utc=end)
+    assert parts["fct_traffic_hourly"].to_pylist() == plain["fct_traffic_hourly"].to_pylist()
+    assert parts["fct_histogram_hourly"].to_pylist() == plain["fct_histogram_hourly"].to_pylist()
+    peaks = {(r["hour_utc"].hour, r["model"]): r["concurrency_peak"] for r in parts["fct_concurrency_hourly"].to_pylist()}
+    # the 10:59 request runs until 12:59; the 12:30 arrival (after end_utc) is not in flight with it
+    assert peaks[(12, profile.ALL_MODELS)] == 1 and (12, "b") not in peaks
