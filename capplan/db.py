@@ -43,8 +43,15 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
 
 def memory_limit_mib(con: duckdb.DuckDBPyConnection) -> float | None:
     """DuckDB's current ``memory_limit`` [MiB], or ``None`` when it cannot be read as a size."""
-    text = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]+)\s*", str(text))
+    return _as_mib(_memory_limit_text(con))
+
+
+def _memory_limit_text(con: duckdb.DuckDBPyConnection) -> str:
+    return str(con.execute("select current_setting('memory_limit')").fetchall()[0][0])
+
+
+def _as_mib(text: str) -> float | None:
+    match = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]+)\s*", text)
     if not match or match.group(2).lower() not in _MIB_PER_UNIT:
         return None
     return float(match.group(1)) * _MIB_PER_UNIT[match.group(2).lower()]
@@ -57,18 +64,28 @@ def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> It
     Beyond the limit DuckDB evicts cached blocks and spills to temporary files, so a job's memory
     stays flat as its input grows. A lower limit already set is kept (never raised); ``None`` leaves
     the setting alone. The limit is a database-wide setting, not transactional: the previous value
-    is restored whatever happens.
+    is restored whatever happens, through a cursor of its own, so an aborted transaction on ``con``
+    neither blocks the restore nor hides the block's own error. DuckDB's default (a share of RAM)
+    comes back as the default, not pinned to its rounded display value.
     """
     if limit_mib is None:
         yield
         return
-    previous = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
-    current = memory_limit_mib(con)
+    settings = con.cursor()  # same database, its own transaction state
+    previous = _memory_limit_text(settings)
+    current = _as_mib(previous)
     if current is not None and current <= limit_mib:
+        settings.close()
         yield
         return
-    con.execute("set memory_limit = ?", [f"{limit_mib}MiB"])
+    settings.execute("reset memory_limit")
+    was_default = _memory_limit_text(settings) == previous
+    settings.execute("set memory_limit = ?", [f"{limit_mib}MiB"])
     try:
         yield
     finally:
-        con.execute("set memory_limit = ?", [previous])
+        if was_default:
+            settings.execute("reset memory_limit")
+        else:
+            settings.execute("set memory_limit = ?", [previous])
+        settings.close()

@@ -39,6 +39,7 @@ from pandera.typing import DataFrame, Series
 import sql
 from capplan.db import memory_capped
 from capplan.profile_rollup import (
+    S_PER_HOUR,
     CONCURRENCY_SCHEMA,
     HISTOGRAM_SCHEMA,
     TRAFFIC_SCHEMA,
@@ -173,9 +174,11 @@ def rollup_partition(
 def _in_flight_reach(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime) -> tuple[int, datetime]:
     """Lookback [µs] (the longest latency) and the end of the hour after the last completion of the
     requests arriving in ``[start_utc, end_utc)``: the reach of their in-flight sweep."""
+    # the lookback: any request of the source arriving before end_utc may still run inside the range
     longest_ms, last_end = con.execute(
-        "select coalesce(max(latency_ms), 0), max(ts_utc + to_microseconds((latency_ms * 1000)::bigint))"
-        " from profile_source where latency_ms > 0 and ts_utc >= $start_utc and ts_utc < $end_utc",
+        "select coalesce(max(latency_ms), 0),"
+        " max(ts_utc + to_microseconds((latency_ms * 1000)::bigint)) filter (where ts_utc >= $start_utc)"
+        " from profile_source where latency_ms > 0 and ts_utc < $end_utc",
         _rollup_params(start_utc, end_utc)).fetchall()[0]
     sweep_end = end_utc if last_end is None else max(end_utc, _floor_hour(last_end) + _HOUR)
     return math.ceil(longest_ms * 1000), sweep_end
@@ -197,6 +200,10 @@ ROLLUP_WINDOW_HOURS = 24
 ROLLUP_WINDOW_ROWS = 500_000
 """Row budget of one window: bounds the rows, spans and sweep arrays held at once, so the roll-up's
 memory stays flat as the rows per day grow (an hour with more rows is a window of its own). [rows]"""
+ROLLUP_WINDOW_CELLS = 1 << 20
+"""Budget of seconds × (models + 1) per window: bounds the per-second arrays of the busiest second
+and the in-flight sweep (8 MiB each) when there are many models; 3 models keep 24-hour windows,
+300 models get 1-hour windows. [cells]"""
 _BATCH_ROWS = 1 << 19
 _EPOCH = datetime(1970, 1, 1)
 
@@ -206,16 +213,23 @@ def _hour_epoch(ts: datetime) -> int:
     return int((ts - _EPOCH) // _HOUR)
 
 
-def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime) -> list[tuple[datetime, datetime]]:
-    """``[start_utc, end_utc)`` cut into windows by :func:`~capplan.profile_rollup.plan_windows`."""
+def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, n_models: int
+             ) -> list[tuple[datetime, datetime]]:
+    """``[start_utc, end_utc)`` cut into windows by :func:`~capplan.profile_rollup.plan_windows`.
+
+    A window holds at most ``ROLLUP_WINDOW_HOURS`` hours, fewer with many models so that the
+    per-second arrays (seconds × models) stay within ``ROLLUP_WINDOW_CELLS``, and about
+    ``ROLLUP_WINDOW_ROWS`` rows.
+    """
     if start_utc >= end_utc:
         return []
     first_hour = _hour_epoch(start_utc)
     hour_rows = np.zeros(_ceil_hour_epoch(end_utc) - first_hour, np.int64)
     counts = con.execute(sql.load("int_profile_hour_rows"), _rollup_params(start_utc, end_utc)).fetchnumpy()
     hour_rows[counts["hour_epoch"] - first_hour] = counts["rows"]
+    max_hours = max(1, min(ROLLUP_WINDOW_HOURS, ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))))
     bounds = [(_EPOCH + (first_hour + a) * _HOUR, _EPOCH + (first_hour + b) * _HOUR)
-              for a, b in plan_windows(hour_rows, ROLLUP_WINDOW_HOURS, ROLLUP_WINDOW_ROWS)]
+              for a, b in plan_windows(hour_rows, max_hours, ROLLUP_WINDOW_ROWS)]
     return [(max(a, start_utc), min(b, end_utc)) for a, b in bounds]
 
 
@@ -224,14 +238,20 @@ def _ceil_hour_epoch(ts: datetime) -> int:
     return -int(-(ts - _EPOCH) // _HOUR)
 
 
+def _epoch_us(ts: datetime) -> int:
+    """Microseconds since the epoch of a naive UTC datetime. [µs]"""
+    return (ts - _EPOCH) // timedelta(microseconds=1)
+
+
 def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, *, lookback_us: int,
              in_flight: bool) -> Iterable[WindowRollup]:
     """One :class:`~capplan.profile_rollup.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``.
 
-    Windows hold at most ``ROLLUP_WINDOW_HOURS`` hours and about ``ROLLUP_WINDOW_ROWS`` rows (sized
-    from the rows per hour, ``sql/int_profile_hour_rows.sql``). Each window is one streamed scan
-    (``sql/int_profile_rows.sql``); a table stored in arrival order skips the other windows' row
-    groups by their min/max timestamps.
+    Windows are contiguous (:func:`_windows`, sized from the rows per hour,
+    ``sql/int_profile_hour_rows.sql``). Each is one streamed scan (``sql/int_profile_rows.sql``); a
+    table stored in arrival order skips the other windows' row groups by their min/max timestamps.
+    With ``in_flight`` only the first window reads the ``lookback_us`` before it: each later one
+    carries in the spans still open at its start from the window before.
     """
     models = [r[0] for r in con.execute(
         "select distinct model from profile_source where ts_utc >= $start_utc::timestamp - to_microseconds($lookback_us)"
@@ -239,13 +259,17 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
         _rollup_params(start_utc, end_utc) | {"lookback_us": lookback_us}).fetchall()]
     inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
     query = sql.load("int_profile_rows")
-    for start, end in _windows(con, start_utc, end_utc):
+    carried = None
+    for start, end in _windows(con, start_utc, end_utc, len(models)):
         first_hour = _hour_epoch(start)
         rollup = WindowRollup(first_hour, _ceil_hour_epoch(end) - first_hour, models, inv_ln_gamma,
-                              in_flight=in_flight)
-        params = _rollup_params(start, end) | {"lookback_us": lookback_us, "models": models}
+                              in_flight=in_flight, arrivals_from_us=_epoch_us(start), carried_spans=carried)
+        reach_us = lookback_us if carried is None else 0
+        params = _rollup_params(start, end) | {"lookback_us": reach_us, "models": models}
         for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
             rollup.add(batch)
+        if in_flight:
+            carried = rollup.open_spans(_epoch_us(end))
         yield rollup
 
 

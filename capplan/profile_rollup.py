@@ -258,7 +258,8 @@ class WindowRollup:
 
     Feed it the batches of ``sql/int_profile_rows.sql`` with :meth:`add`, then read :meth:`traffic`,
     :meth:`histogram` and :meth:`concurrency`. Memory is O(n_hours · models · bins) plus, with
-    ``in_flight``, 16 bytes per request with latency (the sweep needs the window's spans sorted).
+    ``in_flight``, 24 bytes per request with latency (model, arrival, completion) and the sweep's
+    per-second arrays, O(n_hours · 3600 · models).
 
     Parameters
     ----------
@@ -273,19 +274,27 @@ class WindowRollup:
     in_flight : bool
         Keep the spans for :meth:`concurrency`; batches may then hold earlier rows (the lookback),
         which count only towards the sweep.
+    arrivals_from_us : int, optional
+        Rows arriving before this count only towards the sweep (a window starting inside an hour);
+        default the window's first hour. [µs since the epoch]
+    carried_spans : tuple of numpy.ndarray, optional
+        ``(model, start_us, end_us)`` of requests still in flight when the window starts, from
+        :meth:`open_spans` of the window before: the lookback, without reading those rows again.
     """
 
     def __init__(self, first_hour_epoch: int, n_hours: int, models: list[str], inv_ln_gamma: float,
-                 *, in_flight: bool) -> None:
+                 *, in_flight: bool, arrivals_from_us: int | None = None,
+                 carried_spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
         self.first_hour, self.n_hours, self.models = first_hour_epoch, n_hours, list(models)
         self.inv_ln_gamma, self.in_flight = inv_ln_gamma, in_flight
+        self.arrivals_from_us = first_hour_epoch * US_PER_HOUR if arrivals_from_us is None else arrivals_from_us
         keys = n_hours * len(self.models)  # one key per (hour, model): hour-major
         self._status = np.zeros((keys, STATUS_CLASSES), np.int64)
         self._tokens = np.zeros((keys, 2), np.int64)
         self._time_sums_ms = np.zeros((keys, 2), np.float64)
         self._per_second = np.zeros(n_hours * S_PER_HOUR * len(self.models), np.int64)
         self._bins = {m: np.zeros((keys, 0), np.int64) for m in METRICS}  # columns: bin + 1, grown on demand
-        self._spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [carried_spans] if carried_spans else []
         self._token_bins = _TokenBins(inv_ln_gamma)
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -294,7 +303,7 @@ class WindowRollup:
         model = batch.column("model_index").to_numpy().astype(np.int64)
         if self.in_flight:
             self._keep_spans(ts_us, model, batch.column("latency_ms").to_numpy(zero_copy_only=False))
-        arriving = ts_us >= self.first_hour * US_PER_HOUR
+        arriving = ts_us >= self.arrivals_from_us
         if not arriving.all():  # the lookback rows only feed the sweep
             batch, ts_us, model = batch.filter(pa.array(arriving)), ts_us[arriving], model[arriving]
             if not len(ts_us):
@@ -331,6 +340,14 @@ class WindowRollup:
         timed = latency_ms > 0  # NaN (not logged) compares false
         ts_us = ts_us[timed]
         self._spans.append((model[timed], ts_us, ts_us + (latency_ms[timed] * 1000).astype(np.int64)))  # ms -> µs
+
+    def open_spans(self, at_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(model, start_us, end_us)`` of the kept spans still in flight at ``at_us`` (end > at_us):
+        what the next window, starting at ``at_us``, carries in."""
+        model, start, end = (np.concatenate([s[i] for s in self._spans] or [np.zeros(0, np.int64)])
+                             for i in range(3))
+        still = end > at_us
+        return model[still], start[still], end[still]
 
     def _hours(self) -> np.ndarray:
         return (np.arange(self.n_hours, dtype=np.int64) + self.first_hour) * US_PER_HOUR

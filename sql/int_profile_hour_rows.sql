@@ -11,7 +11,9 @@ source as (
 
 final as (
     select
-        epoch_us(ts_utc) // 3600000000 as hour_epoch,  -- UTC timestamp -> hours since the epoch
+        -- UTC timestamp -> hours since the epoch; truncated first, since integer // rounds toward zero
+        -- and would put a row before 1970 in the hour after its own
+        epoch_us(date_trunc('hour', ts_utc)) // 3600000000 as hour_epoch,
         count(*) as rows
     from source
     group by all

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import duckdb
 import pytest
 
 from capplan.db import DatabaseLockedError, connect, memory_capped, memory_limit_mib
@@ -57,3 +58,14 @@ def test_memory_capped_lowers_then_restores_and_never_raises():
     assert memory_limit_mib(con) == 100
     with memory_capped(con, None):
         assert memory_limit_mib(con) == 100
+
+
+def test_memory_capped_restores_inside_an_aborted_transaction_and_keeps_the_error():
+    con = connect()
+    con.execute("set memory_limit = '2GiB'")
+    con.begin()
+    with pytest.raises(duckdb.ConversionException), memory_capped(con, 256):
+        con.execute("select 'x'::int")  # aborts con's transaction
+    con.rollback()
+    assert memory_limit_mib(con) == 2048
+

@@ -285,3 +285,29 @@ def test_rollup_partition_in_flight_stops_arrivals_at_its_end(con):
     peaks = {(r["hour_utc"].hour, r["model"]): r["concurrency_peak"] for r in parts["fct_concurrency_hourly"].to_pylist()}
     # the 10:59 request runs until 12:59; the 12:30 arrival (after end_utc) is not in flight with it
     assert peaks[(12, profile.ALL_MODELS)] == 1 and (12, "b") not in peaks
+
+
+def test_rollup_partition_in_flight_from_mid_hour(con):
+    """A range starting inside an hour: earlier rows of that hour feed the sweep only, and requests of
+    the source that arrived before the range (longer than any inside it) are still in flight in it."""
+    _insert(con, [("2026-03-01 09:00:00", 1, 1, "a", 200, 1.0, 7_200_000.0, 1),    # in flight 09:00-11:00
+                  ("2026-03-01 10:25:00", 1, 1, "a", 200, 1.0, 5_000.0, 1),
+                  ("2026-03-01 10:40:00", 1, 1, "a", 200, 1.0, 5_000.0, 1),
+                  ("2026-03-01 11:05:00", 1, 1, "a", 200, 1.0, 600_000.0, 1)])
+    start = datetime(2026, 3, 1, 10, 30)
+    parts = profile.rollup_partition(con, "requests", start_utc=start, in_flight=True)
+    plain = profile.rollup_partition(con, "requests", start_utc=start)
+    assert parts["fct_traffic_hourly"].to_pylist() == plain["fct_traffic_hourly"].to_pylist()
+    assert [r["requests"] for r in plain["fct_traffic_hourly"].to_pylist() if r["model"] == "a"] == [1, 1]
+    peaks = {(r["hour_utc"].hour, r["model"]): r["concurrency_peak"] for r in parts["fct_concurrency_hourly"].to_pylist()}
+    # 10:25 and 10:40 each overlap the 09:00 request (a 600 s lookback would have missed it): 2;
+    # 11:00 sees the 09:00 request end exactly then (half-open), 11:05 alone: 1
+    assert (peaks[(10, "a")], peaks[(11, "a")]) == (2, 1)
+
+
+def test_rollup_partition_before_1970(con):
+    """Hours before the epoch (negative hour numbers) are floored, not truncated toward zero."""
+    _insert(con, [("1969-12-31 23:30:00", 3, 2, "a", 200, 1.0, 10.0, 1), ("1970-01-01 00:10:00", 4, 1, "a", 200, 1.0, 10.0, 1)])
+    traffic = profile.rollup_partition(con, "requests", in_flight=True)["fct_traffic_hourly"].to_pylist()
+    assert [(r["hour_utc"], r["requests"]) for r in traffic if r["model"] == "a"] == [
+        (datetime(1969, 12, 31, 23), 1), (datetime(1970, 1, 1), 1)]

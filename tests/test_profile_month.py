@@ -195,13 +195,19 @@ def test_incremental_equals_full_rebuild_and_survives_a_replaced_file(month):
         profile.refresh_rollups(con)
 
 
-@pytest.mark.parametrize(("window_rows", "window_hours"), [(300, 24), (1, 24), (10_000, 5)])
-def test_window_sizes_do_not_change_the_rollups(month, monkeypatch, window_rows, window_hours):
-    """Windows cut by the row budget (down to one hour each) or by hours give the same tables."""
+@pytest.mark.parametrize(("window_rows", "window_hours", "insert_rows", "window_cells"),
+                         [(300, 24, 1_000_000, 1 << 20), (1, 24, 1, 1 << 20), (10_000, 5, 5_000, 1 << 20),
+                          (10_000, 24, 1_000_000, 3 * 3600)])
+def test_window_sizes_do_not_change_the_rollups(month, monkeypatch, window_rows, window_hours, insert_rows,
+                                                window_cells):
+    """Windows cut by the row budget (down to one hour each, spans carried across every boundary), by
+    hours or by the seconds × models budget, and inserts gathered or not, give the same tables."""
     con, _, _ = month
     before = _tables(con)
+    monkeypatch.setattr(profile, "ROLLUP_WINDOW_CELLS", window_cells)
     monkeypatch.setattr(profile, "ROLLUP_WINDOW_ROWS", window_rows)
     monkeypatch.setattr(profile, "ROLLUP_WINDOW_HOURS", window_hours)
+    monkeypatch.setattr(profile._InsertBuffer, "ROWS", insert_rows)
     profile.refresh_rollups(con, full=True)
     for name, frame in _tables(con).items():
         pd.testing.assert_frame_equal(frame, before[name], obj=name)
