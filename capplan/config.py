@@ -62,7 +62,8 @@ class IngestConfig(_Section):
     memory_limit_mib: int | None = Field(
         1024, gt=0, description="DuckDB memory limit while a file is ingested: the duplicate-id hash table and "
                                 "the inserts spill to disk beyond it, so peak memory does not grow with the "
-                                "file; null keeps DuckDB's own limit (80 % of RAM). [MiB]")
+                                "file; a lower limit already set on the database is kept; null keeps DuckDB's "
+                                "own limit (80 % of RAM). [MiB]")
 
 
 class ProfileConfig(_Section):

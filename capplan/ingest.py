@@ -39,6 +39,7 @@ from pandera.typing import Series
 
 import sql
 from capplan.config import IngestConfig, SourceConfig
+from capplan.db import memory_capped
 
 #: Canonical request columns, in table order (``sql/ddl_requests.sql``).
 CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status", "ttft_ms",
@@ -488,21 +489,19 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     if old is not None and policy == "refuse":
         raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
                           "refusing (use --on-changed replace to replace its rows)")
-    previous_limit, previous_order = _first(con, "select current_setting('memory_limit'), "
-                                            "current_setting('preserve_insertion_order')")
-    if cfg.memory_limit_mib is not None:  # settings, not transactional: restored below whatever happens
-        con.execute("set memory_limit = ?", [f"{cfg.memory_limit_mib}MiB"])
+    previous_order = _first(con, "select current_setting('preserve_insertion_order')")[0]
     con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
-    con.begin()
-    try:
-        result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
-                                      None if old is None else old[0], on_rows)
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
+    try:  # settings are not transactional: restored whatever happens
+        with memory_capped(con, cfg.memory_limit_mib):
+            con.begin()
+            try:
+                result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
+                                              None if old is None else old[0], on_rows)
+                con.commit()
+            except BaseException:
+                con.rollback()
+                raise
     finally:
-        con.execute("set memory_limit = ?", [previous_limit])
         con.execute("set preserve_insertion_order = ?", [previous_order])
     return result
 
