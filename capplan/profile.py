@@ -445,10 +445,9 @@ class _InsertBuffer:
             self.flush()
 
     def flush(self) -> None:
-        for table in ROLLUP_TABLES:
-            rows = [part[table] for part in self.parts]
-            if rows:
-                _insert(self.con, table, pa_arrow.concat_tables(rows))
+        if self.parts:
+            for table in ROLLUP_TABLES:
+                _insert(self.con, table, pa_arrow.concat_tables([part[table] for part in self.parts]))
         self.parts, self.rows = [], 0
 
 

@@ -82,32 +82,6 @@ class _TokenBins:
         return self.table.take(tokens).astype(np.int64)
 
 
-def peak_in_flight_per_hour(
-    start_us: np.ndarray, end_us: np.ndarray, first_hour_epoch: int, end_hour_epoch: int
-) -> np.ndarray:
-    """Peak number of requests in flight in each hour, by a sweep over spans ``[start_us, end_us)``.
-
-    Parameters
-    ----------
-    start_us, end_us : numpy.ndarray of int64
-        Arrival and completion times (arrival + latency) of each request. [µs since the epoch]
-    first_hour_epoch, end_hour_epoch : int
-        The hours ``[first, end)`` to report. [hours since the epoch]
-
-    Returns
-    -------
-    numpy.ndarray of int64
-        Peak in flight per hour. [requests]
-
-    Notes
-    -----
-    One series of :func:`peak_in_flight_by_model` (every span of one model).
-    """
-    start_us = np.asarray(start_us, dtype=np.int64)
-    return peak_in_flight_by_model(np.zeros(len(start_us), np.int64), start_us, end_us, 1,
-                                   first_hour_epoch, end_hour_epoch - first_hour_epoch)[:, 0]
-
-
 def peak_in_flight_by_model(
     model: np.ndarray, start_us: np.ndarray, end_us: np.ndarray, n_models: int, first_hour_epoch: int, n_hours: int
 ) -> np.ndarray:
@@ -344,10 +318,16 @@ class WindowRollup:
     def open_spans(self, at_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(model, start_us, end_us)`` of the kept spans still in flight at ``at_us`` (end > at_us):
         what the next window, starting at ``at_us``, carries in."""
-        model, start, end = (np.concatenate([s[i] for s in self._spans] or [np.zeros(0, np.int64)])
-                             for i in range(3))
+        model, start, end = self._all_spans()
         still = end > at_us
         return model[still], start[still], end[still]
+
+    def _all_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The kept spans as one ``(model, start_us, end_us)``, concatenated once (kept so)."""
+        if len(self._spans) != 1:
+            empty = np.zeros(0, np.int64)
+            self._spans = [tuple(np.concatenate([s[i] for s in self._spans] or [empty]) for i in range(3))]
+        return self._spans[0]
 
     def _hours(self) -> np.ndarray:
         return (np.arange(self.n_hours, dtype=np.int64) + self.first_hour) * US_PER_HOUR
@@ -396,8 +376,7 @@ class WindowRollup:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
         if not self.in_flight:
             raise ValueError("this WindowRollup was made with in_flight=False: it kept no spans")
-        empty = np.zeros(0, np.int64)
-        model, start, end = (np.concatenate([s[i] for s in self._spans] or [empty]) for i in range(3))
+        model, start, end = self._all_spans()
         peaks = peak_in_flight_by_model(model, start, end, len(self.models), self.first_hour, self.n_hours)
         hour_index, model_index = np.nonzero(peaks)  # hour-major; model index n_models = all models
         return pa.Table.from_arrays([

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import sql
 from capplan import profile
 from capplan.db import connect
-from capplan.profile_rollup import peak_in_flight_per_hour
+from capplan.profile_rollup import peak_in_flight_by_model
 
 
 def _insert(con, rows):
@@ -235,7 +235,7 @@ def test_peak_in_flight_matches_brute_force(spans):
     us = 1_000_000
     start = np.array([s for s, _ in spans], dtype=np.int64) * us
     end = start + np.array([d for _, d in spans], dtype=np.int64) * us
-    got = peak_in_flight_per_hour(start, end, 0, 3)
+    got = peak_in_flight_by_model(np.zeros(len(start), np.int64), start, end, 1, 0, 3)[:, 0]  # one model
     for hour in range(3):
         lo, hi = hour * 3600 * us, (hour + 1) * 3600 * us
         instants = [lo] + [t for t in start if lo <= t < hi]
