@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from glob import glob
@@ -200,30 +202,46 @@ def detect_format(path: Path) -> tuple[str, str | None]:
     return kind, compression
 
 
-def fingerprint(path: Path, kind: str, compression: str | None) -> _Fingerprint:
-    """Size, SHA-256 and (text files, plain or gzip) a bound on the lines, in one streamed read."""
+def check_head(path: Path, kind: str, compression: str | None) -> int:
+    """The file's size [bytes], after checking it is not empty and starts with its format's magic bytes."""
+    size = path.stat().st_size
+    if size == 0:
+        raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
+    expected = _MAGIC.get(compression or kind)
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if expected and not head.startswith(expected):
+        raise IngestError(f"{path}: not a {compression or kind} file (first bytes {head!r}); expected {expected!r}")
+    return size
+
+
+def fingerprint(path: Path, kind: str, compression: str | None, cancel: threading.Event | None = None,
+                ) -> _Fingerprint:
+    """Size, SHA-256 and (text files, plain or gzip) a bound on the lines, in one streamed read.
+
+    Safe to run on a thread (hashlib and numpy release the GIL on large buffers); ``cancel``
+    stops it at the next 8 MiB chunk (its result is then unusable: :class:`IngestError`).
+    """
+    check_head(path, kind, compression)
     digest = hashlib.sha256()
     size = 0
     newlines = [0, 0]  # b"\n", b"\r": whichever convention the file uses, lines <= max + 1
     gz = _GzipStream(path) if compression == "gzip" else None
     count = kind != "parquet" and compression != "zstd"
     with open(path, "rb") as f:
-        head = f.read(4)
-        expected = _MAGIC.get(compression or kind)
-        if expected and head and not head.startswith(expected):
-            raise IngestError(f"{path}: not a {compression or kind} file (first bytes {head!r}); "
-                              f"expected {expected!r}")
-        f.seek(0)
         while chunk := f.read(_CHUNK_BYTES):
+            if cancel is not None and cancel.is_set():
+                raise IngestError(f"{path}: fingerprint cancelled")
             size += len(chunk)
             digest.update(chunk)
             if count:
-                text = np.frombuffer(gz.inflate(chunk) if gz else chunk, np.uint8)
-                # numpy's vectorised compare: bytes.count took as long as the SHA-256 (5 M rows, measured)
+                data = gz.inflate(chunk) if gz else chunk
+                text = np.frombuffer(data, np.uint8)
+                # numpy's vectorised compare: bytes.count took as long as the SHA-256 (5 M rows, measured);
+                # a chunk without \r (memchr, a quarter of a compare's time) skips that count
                 newlines[0] += int(np.count_nonzero(text == 0x0A))  # \n
-                newlines[1] += int(np.count_nonzero(text == 0x0D))  # \r
-    if size == 0:
-        raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
+                if data.find(b"\r") >= 0:
+                    newlines[1] += int(np.count_nonzero(text == 0x0D))  # \r
     if gz is not None:
         gz.check_complete()
     return _Fingerprint(size, digest.hexdigest(), max(newlines) + 1 if count else None)
@@ -430,6 +448,35 @@ def _quarantine_rejects(con: duckdb.DuckDBPyConnection, file_id: int, path: Path
                       f"({rule})", text) for r, rule, text in raw.rejects])
 
 
+_schema_lock = threading.Lock()
+_schema: Future | None = None
+
+
+def _contract_schema() -> Future:
+    """The pandera schema of :class:`RequestRow`, built once per process on a daemon thread.
+
+    Building it is a fixed 0.55 s (pandera imports its backends, and the typing of dask, which
+    the partitioned flow installs; measured), so :func:`load_file` starts it before the file is
+    read and the contract check waits for it.
+    """
+    global _schema
+    with _schema_lock:
+        if _schema is None:
+            future: Future = Future()
+
+            def build() -> None:
+                try:
+                    schema = RequestRow.to_schema()
+                    schema.validate(pd.DataFrame({c: [] for c in schema.columns}))  # registers the backends
+                    future.set_result(schema)
+                except BaseException as exc:  # handed to whoever waits
+                    future.set_exception(exc)
+
+            threading.Thread(target=build, name="capplan-contract-schema", daemon=True).start()
+            _schema = future
+        return _schema
+
+
 def _check_contract(con: duckdb.DuckDBPyConnection, file_id: int, cfg: IngestConfig, path: Path) -> None:
     """Re-validate loaded rows against :class:`RequestRow` (a sample, or all rows in chunks)."""
     if cfg.contract_check == "off":
@@ -439,9 +486,10 @@ def _check_contract(con: duckdb.DuckDBPyConnection, file_id: int, cfg: IngestCon
     limit = None if cfg.contract_check == "all" else cfg.contract_sample_rows
     query = f"select {', '.join(CANONICAL_COLUMNS)} from requests where file_id = $file_id limit $limit"
     reader = con.sql(query, params={"file_id": file_id, "limit": limit}).to_arrow_reader(cfg.contract_sample_rows)
+    schema = _contract_schema().result()
     for batch in reader:
         try:
-            RequestRow.validate(batch.to_pandas(), lazy=True)
+            schema.validate(batch.to_pandas(), lazy=True)
         except pa.errors.SchemaErrors as exc:
             cases = exc.failure_cases.head(3).to_dict("records")
             raise IngestError(f"{path}: loaded rows break the RequestRow contract (a bug in the "
@@ -458,10 +506,35 @@ def _count(con: duckdb.DuckDBPyConnection, query: str, params: dict) -> int:
     return int(_first(con, query, params)[0])
 
 
+class _Unchanged(Exception):  # noqa: N818 (control flow, not an error)
+    """The file's content turned out to be loaded already (known once its hash is): roll back, report."""
+
+    def __init__(self, result: FileResult) -> None:
+        super().__init__(result.message)
+        self.result = result
+
+
+def _same_content(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, sha256: str,
+                  ) -> FileResult | None:
+    """The ``unchanged`` result when content with this hash is already loaded (under any path)."""
+    same = _first(con, "select file_id, path from ingest_ledger where content_sha256 = ? and status = 'loaded' "
+                  "order by file_id limit 1", [sha256])
+    if same is None:
+        return None
+    return FileResult(str(path), source.name, "unchanged", file_id=same[0],
+                      message=f"same content already ingested as file {same[0]} ({same[1]})")
+
+
 def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, cfg: IngestConfig, *,
               now_utc: datetime | None = None, on_changed: Literal["refuse", "replace"] | None = None,
               on_rows: Callable[[int], None] | None = None) -> FileResult:
     """Ingest one file in one transaction; whole-file problems raise :class:`IngestError`.
+
+    The content hash decides whether the file is new. A path the ledger already holds is
+    hashed first, so re-running over the same folder reads each file once and loads nothing.
+    A path never loaded is hashed on a thread while DuckDB loads it (the hash is a sixth of a
+    bare CSV load, measured); its hash is checked against the ledger before commit, and a copy
+    of content already loaded under another name is rolled back and reported ``unchanged``.
 
     Parameters
     ----------
@@ -478,26 +551,46 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     mapping = column_mapping(source)
     ensure_tables(con)
     kind, compression = detect_format(path)
-    fp = fingerprint(path, kind, compression)
-    same = _first(con, "select file_id, path from ingest_ledger where content_sha256 = ? and status = 'loaded' "
-                  "order by file_id limit 1", [fp.sha256])
-    if same is not None:
-        return FileResult(str(path), source.name, "unchanged", file_id=same[0],
-                          message=f"same content already ingested as file {same[0]} ({same[1]})")
+    check_head(path, kind, compression)
+    if cfg.contract_check != "off":
+        _contract_schema()  # built on a thread meanwhile
     old = _first(con, "select file_id from ingest_ledger where path = ? and status = 'loaded'", [str(path)])
-    policy = on_changed or cfg.on_changed_file
-    if old is not None and policy == "refuse":
-        raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
-                          "refusing (use --on-changed replace to replace its rows)")
+    cancel = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="capplan-fingerprint") as hasher:
+        try:
+            if old is None:
+                hashed = hasher.submit(fingerprint, path, kind, compression, cancel)
+            else:
+                hashed = Future()
+                hashed.set_result(fingerprint(path, kind, compression))
+                same = _same_content(con, path, source, hashed.result().sha256)
+                if same is not None:
+                    return same
+                if (on_changed or cfg.on_changed_file) == "refuse":
+                    raise IngestError(f"{path}: content changed since it was ingested as file {old[0]}; "
+                                      "refusing (use --on-changed replace to replace its rows)")
+            return _load_transaction(con, path, kind, mapping, source, cfg, hashed, now_utc,
+                                     None if old is None else old[0], on_rows)
+        finally:
+            cancel.set()  # a hash nobody waits for any more stops at its next chunk
+
+
+def _load_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dict[str, str],
+                      source: SourceConfig, cfg: IngestConfig, hashed: Future, now_utc: datetime,
+                      replaces: int | None, on_rows: Callable[[int], None] | None) -> FileResult:
+    """Run :func:`_load_in_transaction` in one transaction, with the settings it needs; commit or roll back."""
     previous_order = _first(con, "select current_setting('preserve_insertion_order')")[0]
     con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
     try:  # settings are not transactional: restored whatever happens
         with memory_capped(con, cfg.memory_limit_mib):
             con.begin()
             try:
-                result = _load_in_transaction(con, path, kind, mapping, source, cfg, fp, now_utc,
-                                              None if old is None else old[0], on_rows)
+                result = _load_in_transaction(con, path, kind, mapping, source, cfg, hashed, now_utc,
+                                              replaces, on_rows)
                 con.commit()
+            except _Unchanged as unchanged:
+                con.rollback()
+                return unchanged.result
             except BaseException:
                 con.rollback()
                 raise
@@ -507,9 +600,13 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
 
 
 def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dict[str, str],
-                         source: SourceConfig, cfg: IngestConfig, fp: _Fingerprint, now_utc: datetime,
+                         source: SourceConfig, cfg: IngestConfig, hashed: Future, now_utc: datetime,
                          replaces: int | None, on_rows: Callable[[int], None] | None) -> FileResult:
-    """Replace the old version (if any), stage the file, write the ledger row; the caller commits."""
+    """Replace the old version (if any), stage the file, write the ledger row; the caller commits.
+
+    ``hashed`` is the file's :class:`_Fingerprint`, perhaps still being computed; content already
+    loaded under another path raises :class:`_Unchanged` before anything is written to the ledger.
+    """
     try:
         if replaces is not None:
             for table in ("requests", "quarantine"):
@@ -522,11 +619,17 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         raw = (_open_csv(con, path, mapping, list(PRESETS[source.preset].values())) if kind == "csv" else
                _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping))
         params = {**_stage_params(source, cfg, file_id, path, now_utc), "replaced_file_id": replaces}
-        loaded, quarantined = _stage_rows(con, path, kind, raw, fp, params, on_rows)
+        loaded, quarantined = _stage_rows(con, path, kind, raw, hashed, params, on_rows)
         _check_contract(con, file_id, cfg, path)
     except duckdb.Error as exc:
+        if isinstance(hashed.exception(), IngestError):
+            raise hashed.exception() from None  # e.g. truncated gzip: named better than the reader does
         first = str(exc).strip().splitlines()[0]
         raise IngestError(f"{path}: could not be read as {kind}: {first}") from None
+    fp = hashed.result()
+    same = _same_content(con, path, source, fp.sha256)
+    if same is not None:
+        raise _Unchanged(same)
     con.execute(sql.load("stg_ingest_ledger_row"), {
         "file_id": file_id, "path": str(path), "source": source.name, "size_bytes": fp.size_bytes,
         "content_sha256": fp.sha256, "rows_loaded": loaded, "rows_quarantined": quarantined,
@@ -536,7 +639,7 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
                       f"replaced file {replaces}" if replaces is not None else "")
 
 
-def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw, fp: _Fingerprint,
+def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw, hashed: Future,
                 params: dict, on_rows: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined).
 
@@ -581,7 +684,7 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
         on_rows(loaded)
     # independent counts: the Parquet footer exactly; for text, every record takes at least one line
     bound = (int(_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0])
-             if kind == "parquet" else None if fp.max_records is None else fp.max_records - raw.header_lines)
+             if kind == "parquet" else _line_bound(hashed.result(), raw))
     if materialized or loaded < bound:  # a Parquet view is read again only when rows are missing
         con.execute(sql.load("stg_ingest_insert_quarantine"), {"file_id": file_id, "path": params["path"]})
     if raw.rejects:
@@ -599,6 +702,11 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     if (kind == "parquet" and rows_read != bound) or (bound is not None and rows_read > bound):
         raise IngestError(f"{path}: read {rows_read} rows but the file holds at most {bound}")
     return loaded, quarantined
+
+
+def _line_bound(fp: _Fingerprint, raw: _Raw) -> int | None:
+    """At most this many data rows in a text file (every record takes a line), or None when not counted."""
+    return None if fp.max_records is None else fp.max_records - raw.header_lines
 
 
 def _materialize(con: duckdb.DuckDBPyConnection, path: Path) -> int:

@@ -188,6 +188,35 @@ def test_reingesting_the_same_content_is_a_no_op(tmp_path):
     assert counts == [(2, 12, 1)]
 
 
+def test_a_copy_under_a_new_name_is_loaded_then_rolled_back_as_unchanged(tmp_path):
+    # a path the ledger does not hold is hashed while it loads; the hash is checked before commit
+    con = connect()
+    first, _ = _load(CORPUS / "rules.csv", con=con)
+    before = con.execute("select count(*), max(file_id) from requests").fetchall()
+    copy = tmp_path / "renamed.csv"
+    shutil.copy(CORPUS / "rules.csv", copy)
+    again, _ = _load(copy, con=con)
+    assert (again.status, again.file_id, again.rows_read) == ("unchanged", first.file_id, 0)
+    assert str(CORPUS / "rules.csv") in again.message
+    assert con.execute("select count(*), max(file_id) from requests").fetchall() == before
+    assert con.execute("select count(*) from ingest_ledger").fetchall() == [(1,)]
+    # the copy's file id was drawn and rolled back with the rest: the next file still loads
+    other = tmp_path / "other.csv"
+    other.write_text("ts_utc,input_tokens,output_tokens\n2026-10-01T00:00:00Z,1,2\n")
+    assert _load(other, con=con)[0].status == "loaded"
+
+
+def test_a_gzip_stream_corrupt_in_the_middle_is_named_as_such(tmp_path):
+    body = gzip.compress(("ts_utc,input_tokens,output_tokens\n" +
+                          "".join(f"2026-10-01T00:00:{i % 60:02d}Z,{i},{i}\n" for i in range(20_000))).encode())
+    path = tmp_path / "corrupt.csv.gz"
+    path.write_bytes(body[:len(body) // 2] + bytes(64) + body[len(body) // 2 + 64:])
+    con = connect()
+    with pytest.raises(IngestError, match=r"corrupt\.csv\.gz: (corrupt|truncated) gzip data"):
+        load_file(con, path, CANONICAL, CFG, now_utc=NOW)
+    assert con.execute("select count(*) from requests").fetchall() == [(0,)]
+
+
 def test_changed_file_is_refused_by_default_and_replaced_on_request(tmp_path):
     con = connect()
     path = tmp_path / "day.csv"
