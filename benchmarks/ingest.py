@@ -6,6 +6,8 @@ then, each in a fresh process with a fresh database file, times and measures the
 peak resident memory of:
 
 - ``bare``: ``create table t as select * from read_parquet(...)`` / ``read_csv(...)``;
+- ``floor`` (CSV only): :data:`FLOOR_LOAD` then :data:`FLOOR_DUPLICATES`, the least any validating
+  text load does (see there);
 - ``capplan``: :func:`capplan.ingest.load_file` with validation on (SQL rules +
   quarantine + ledger, pandera contract on a sample);
 - ``capplan-contract-all``: the same with pandera over every loaded row (chunks);
@@ -42,7 +44,27 @@ from pathlib import Path
 
 import duckdb
 
-MODES = ("bare", "capplan", "capplan-contract-all", "capplan-contract-off", "capplan-before")
+MODES = ("bare", "floor", "capplan", "capplan-contract-all", "capplan-contract-off", "capplan-before")
+#: ``floor``: a strict subset of what a validating text load must do, as plain DuckDB: read every
+#: value as text (a typed read rejects or rounds values it cannot keep, and loses the raw text a
+#: bad row is quarantined with), cast it (the cheapest casts, no rule), write the typed rows, and
+#: find repeated request ids. No quarantine, row numbers, rules, content hash or ledger.
+FLOOR_LOAD = """
+    create table t as
+    select
+        cast(try_cast(ts_utc as timestamptz) as timestamp) as ts_utc,
+        try_cast(input_tokens as integer) as input_tokens,
+        try_cast(output_tokens as integer) as output_tokens,
+        model,
+        try_cast(status as smallint) as status,
+        try_cast(ttft_ms as double) as ttft_ms,
+        try_cast(latency_ms as double) as latency_ms,
+        request_id,
+        tenant,
+        zone
+    from read_csv(?, all_varchar = true)
+"""
+FLOOR_DUPLICATES = "select count(*) from (select request_id from t group by request_id having count(*) > 1)"
 #: 30 days of traffic, 1 % of rows broken in the ways the quarantine rules catch
 ROWS = """
     select
@@ -103,6 +125,14 @@ def child(mode: str, path: Path, db: Path) -> dict:
         con.execute("set enable_progress_bar = false")
         reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
         con.execute(f"create table t as select * from {reader}(?)", [str(path)])
+        rows = con.execute("select count(*) from t").fetchall()[0][0]
+    elif mode == "floor":
+        con = duckdb.connect(str(db))
+        con.execute("set enable_progress_bar = false")
+        if path.suffix == ".parquet":
+            raise ValueError("mode floor is the text load's floor: use --formats csv")
+        con.execute(FLOOR_LOAD, [str(path)])
+        con.execute(FLOOR_DUPLICATES).fetchall()
         rows = con.execute("select count(*) from t").fetchall()[0][0]
     else:
         from capplan.config import IngestConfig, SourceConfig

@@ -14,7 +14,8 @@
 --   input_tokens_raw, output_tokens_raw, status_raw, ttft_ms_raw, latency_ms_raw: VARCHAR, or the
 --     source's numeric type when the reader already typed the column (Parquet; the typed fast path);
 --   model_raw, request_id_raw, tenant_raw, zone_raw: VARCHAR.
--- Text columns go through the macro ingest_text (sql/stg_ingest_macros.sql).
+-- Text columns go through the macro ingest_text (sql/stg_ingest_macro_text.sql), zone-aware
+-- instants through ingest_utc (sql/stg_ingest_macro_utc.sql).
 -- Numeric text is parsed by try_cast, which skips surrounding whitespace; trim and the
 -- missing-or-unparseable distinctions run only on rows whose value did not parse (DuckDB evaluates a
 -- CASE branch and the right side of `and` only on the rows that reach them), so a typed column costs
@@ -62,7 +63,7 @@ parsed as (
             when ts_utc_instant is not null then ts_utc_instant
             -- naive wall time in $timezone, converted to UTC
             when ts_utc_wall is not null then
-                case when $timezone = 'UTC' then ts_utc_wall else cast(timezone($timezone, ts_utc_wall) as timestamp) end
+                case when $timezone = 'UTC' then ts_utc_wall else ingest_utc(timezone($timezone, ts_utc_wall)) end
             -- numeric: epoch, or offset from $origin_utc, in units of $unit_us microseconds
             when ts_number is not null then try(
                 coalesce(cast($origin_utc as timestamp), timestamp '1970-01-01')
@@ -72,9 +73,9 @@ parsed as (
             -- yields UTC wall time
             when $timezone = 'UTC'
                 or regexp_matches(trim(ts_utc_raw), '\d:\d\d(:\d\d(\.\d*)?)?\s*([zZ]|[+-]\d\d(:?\d\d)?)$')
-                then cast(try_cast(ts_utc_raw as timestamptz) as timestamp)
+                then ingest_utc(try_cast(ts_utc_raw as timestamptz))
             -- naive text: wall time in $timezone, converted to UTC
-            else try(cast(timezone($timezone, try_cast(trim(ts_utc_raw) as timestamp)) as timestamp))
+            else ingest_utc(timezone($timezone, try_cast(trim(ts_utc_raw) as timestamp)))
         end as ts_utc,
         case
             when status_number is not null then
@@ -95,6 +96,8 @@ checked as (
             when p.ts_utc is null then
                 case when p.ts_number is null and nullif(trim(p.ts_utc_raw), '') is null
                     and p.ts_utc_wall is null then 'timestamp_missing' else 'timestamp_unparseable' end
+            -- +/-infinity is no arrival time (text gives null through ingest_utc; typed columns get here)
+            when not isfinite(p.ts_utc) then 'timestamp_unparseable'
             when p.ts_utc > cast($now_utc as timestamp) + to_microseconds(cast($future_tolerance_s * 1e6 as bigint))
                 then 'timestamp_future'
             when p.input_tokens_number is null or p.output_tokens_number is null then
@@ -136,7 +139,8 @@ final as (
             when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
             when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
             when 'timestamp_unparseable' then 'ts_utc: '
-                || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar))
+                || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar),
+                    cast(ts_utc as varchar))
                 || ' is not ISO-8601, or is numeric without a timestamp unit; expected a timestamp'
             when 'timestamp_future' then 'ts_utc: ' || cast(ts_utc as varchar) || ' UTC is after the ingest time '
                 || cast(cast($now_utc as timestamp) as varchar) || ' UTC plus ' || $future_tolerance_s || ' s'

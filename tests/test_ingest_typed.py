@@ -124,3 +124,20 @@ def test_typed_and_text_forms_always_agree(tmp_path_factory, rows):
     assert typed[1] == text[1] and typed[2] == text[2]
     assert typed[0].rows_read == typed[0].rows_loaded + typed[0].rows_quarantined == len(rows)
     assert all(not math.isnan(v) for r in typed[2] for v in r[1:3])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_infinite_timestamps_are_no_arrival_time(tmp_path, suffix):
+    # text 'infinity' parses as a timestamp; typed Parquet columns can hold it: neither is an arrival
+    path = tmp_path / f"inf{suffix}"
+    if suffix == ".csv":
+        path.write_text("ts_utc,input_tokens,output_tokens\ninfinity,1,1\n-infinity,1,1\n2026-10-01T00:00:00Z,1,1\n")
+    else:
+        duckdb.sql("copy (select * from (values ('infinity'::timestamptz, 1, 1), ('-infinity'::timestamptz, 1, 1), "
+                   "('2026-10-01 00:00:00+00'::timestamptz, 1, 1)) as t(ts_utc, input_tokens, output_tokens)) "
+                   f"to '{path}' (format parquet)")
+    result, rules, loaded, con = _load(path)
+    assert rules == [(1, "timestamp_unparseable"), (2, "timestamp_unparseable")]
+    assert [row[0] for row in loaded] == [datetime(2026, 10, 1)]
+    details = [d for (d,) in con.execute("select detail from quarantine order by row_number").fetchall()]
+    assert all(d.startswith("ts_utc: ") and "infinity" in d for d in details), details
