@@ -135,29 +135,32 @@ final as (
         zone_text as zone,
         source_row,
         rule,
-        case rule
-            when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
-            when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
-            when 'timestamp_unparseable' then 'ts_utc: '
-                || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar),
-                    cast(ts_utc as varchar))
-                || ' is not ISO-8601, or is numeric without a timestamp unit; expected a timestamp'
-            when 'timestamp_future' then 'ts_utc: ' || cast(ts_utc as varchar) || ' UTC is after the ingest time '
-                || cast(cast($now_utc as timestamp) as varchar) || ' UTC plus ' || $future_tolerance_s || ' s'
-            when 'tokens_missing' then 'input_tokens/output_tokens: no value; expected an integer >= 0'
-            when 'tokens_not_integer' then 'input_tokens=' || coalesce(trim(cast(input_tokens_raw as varchar)), '')
-                || ', output_tokens=' || coalesce(trim(cast(output_tokens_raw as varchar)), '') || ': expected integers'
-            when 'tokens_negative' then 'input_tokens=' || trim(cast(input_tokens_raw as varchar))
-                || ', output_tokens=' || trim(cast(output_tokens_raw as varchar)) || ': expected >= 0'
-            when 'tokens_above_context_limit' then 'input_tokens+output_tokens='
-                || cast(input_tokens_number + output_tokens_number as bigint)
-                || ' exceeds the context limit of ' || $context_limit_tokens || ' tokens'
-            when 'status_unknown' then 'status: '
-                || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
-                || ' is not an HTTP code 100-599 or a success/failure word'
-            when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a number >= 0'
-            when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
-                || ' is not a number >= 0'
+        -- only bad rows reach the inner CASE (a CASE over every row compared `rule` with each name)
+        case when rule is not null then
+            case rule
+                when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
+                when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
+                when 'timestamp_unparseable' then 'ts_utc: '
+                    || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar),
+                        cast(ts_utc as varchar))
+                    || ' is not ISO-8601, or is numeric without a timestamp unit; expected a timestamp'
+                when 'timestamp_future' then 'ts_utc: ' || cast(ts_utc as varchar) || ' UTC is after the ingest time '
+                    || cast(cast($now_utc as timestamp) as varchar) || ' UTC plus ' || $future_tolerance_s || ' s'
+                when 'tokens_missing' then 'input_tokens/output_tokens: no value; expected an integer >= 0'
+                when 'tokens_not_integer' then 'input_tokens=' || coalesce(trim(cast(input_tokens_raw as varchar)), '')
+                    || ', output_tokens=' || coalesce(trim(cast(output_tokens_raw as varchar)), '') || ': expected integers'
+                when 'tokens_negative' then 'input_tokens=' || trim(cast(input_tokens_raw as varchar))
+                    || ', output_tokens=' || trim(cast(output_tokens_raw as varchar)) || ': expected >= 0'
+                when 'tokens_above_context_limit' then 'input_tokens+output_tokens='
+                    || cast(input_tokens_number + output_tokens_number as bigint)
+                    || ' exceeds the context limit of ' || $context_limit_tokens || ' tokens'
+                when 'status_unknown' then 'status: '
+                    || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
+                    || ' is not an HTTP code 100-599 or a success/failure word'
+                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a number >= 0'
+                when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
+                    || ' is not a number >= 0'
+            end
         end as detail,
         case when rule is not null then to_json(raw) end as raw_json
     from checked
