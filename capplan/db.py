@@ -89,3 +89,21 @@ def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> It
         else:
             settings.execute("set memory_limit = ?", [previous])
         settings.close()
+
+
+def keep_block_memory(con: duckdb.DuckDBPyConnection, mib: float | None) -> None:
+    """Let DuckDB's block allocator keep up to ``mib`` [MiB] of freed buffer blocks for reuse.
+
+    A job that spills (the ingest's staged rows, its duplicate-id hash table, its inserts) frees
+    and allocates blocks many times over; by default DuckDB hands freed memory back to the OS, so
+    every reuse faults its pages in afresh (a 10 M-row CSV ingest: 850 k minor page faults and
+    3.5 s of system time, against 655 k and 2.4 s with 1 GiB kept; measured). The kept memory
+    stays with this database instance until it closes and cannot be lowered (DuckDB's
+    ``block_allocator_memory``; a larger value already set is kept), so pass at most the memory
+    limit the job runs under, which it reaches anyway. ``None`` leaves the setting alone.
+    """
+    if mib is None:
+        return
+    current = _as_mib(str(con.execute("select current_setting('block_allocator_memory')").fetchall()[0][0]))
+    if current is None or current < mib:
+        con.execute("set block_allocator_memory = ?", [f"{int(mib)}MiB"])

@@ -40,7 +40,7 @@ from duckdb import CaseExpression, ColumnExpression, ConstantExpression, Functio
 
 import sql
 from capplan.config import IngestConfig, SourceConfig
-from capplan.db import memory_capped
+from capplan.db import keep_block_memory, memory_capped, memory_limit_mib
 
 #: Canonical request columns, in table order (``sql/ddl_requests.sql``).
 CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status", "ttft_ms",
@@ -554,6 +554,8 @@ def _load_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, map
     con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
     try:  # settings are not transactional: restored whatever happens
         with memory_capped(con, cfg.memory_limit_mib):
+            keep_block_memory(con, None if cfg.memory_limit_mib is None else
+                              min(cfg.memory_limit_mib, memory_limit_mib(con) or cfg.memory_limit_mib))
             con.begin()
             try:
                 result = _load_in_transaction(con, path, kind, mapping, source, cfg, hashed, now_utc,

@@ -4,7 +4,7 @@ import sys
 import duckdb
 import pytest
 
-from capplan.db import DatabaseLockedError, connect, memory_capped, memory_limit_mib
+from capplan.db import DatabaseLockedError, connect, keep_block_memory, memory_capped, memory_limit_mib
 from sql import load
 
 
@@ -69,3 +69,14 @@ def test_memory_capped_restores_inside_an_aborted_transaction_and_keeps_the_erro
     con.rollback()
     assert memory_limit_mib(con) == 2048
 
+
+
+def test_keep_block_memory_raises_the_allocator_reserve_and_never_lowers_it():
+    con = connect()
+    setting = "select current_setting('block_allocator_memory')"
+    keep_block_memory(con, None)
+    assert con.execute(setting).fetchall() == [("0 bytes",)]
+    keep_block_memory(con, 256)
+    keep_block_memory(con, 128)  # DuckDB refuses to lower it; capplan does not ask
+    assert con.execute(setting).fetchall() == [("256.0 MiB",)]
+    assert connect().execute(setting).fetchall() == [("0 bytes",)]  # per database instance
