@@ -89,7 +89,7 @@ def test_kill_9_leaves_the_database_as_before_the_file_and_a_rerun_completes(tmp
                           capture_output=True, timeout=120).returncode == 0
     before = _counts(db)
     big = tmp_path / "big.csv"
-    rows = 200_000
+    rows = 1_000_000  # loads in ~1 s: a smaller file can commit inside the 1 s 'early' wait, before the kill
     bad = _big_csv(big, rows)
     size0 = db.stat().st_size
     proc = subprocess.Popen([*CAPPLAN, "ingest", str(big), "--db", str(db)], stdout=subprocess.DEVNULL,
