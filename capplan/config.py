@@ -54,6 +54,11 @@ class IngestConfig(_Section):
         "refuse", description="What to do when a path already ingested now has different content.")
     future_tolerance_s: float = Field(
         300.0, ge=0, description="Rows stamped later than ingest time plus this are quarantined. [s]")
+    duplicate_id_window_s: float | None = Field(
+        86_400.0, gt=0, description="A request id already loaded from another file makes a row a duplicate when "
+                                    "that earlier row arrived within this many seconds of the file's time span: "
+                                    "only that slice of `requests` is read, so the check does not grow with the "
+                                    "database; null compares with every id ever loaded. [s]")
     contract_check: Literal["sample", "all", "off"] = Field(
         "sample", description="Re-validate loaded rows against the pandera RequestRow contract: the first "
                               "contract_sample_rows of each file, every row (in bounded chunks), or not at all.")

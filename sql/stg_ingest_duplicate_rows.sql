@@ -6,6 +6,7 @@
 -- Row numbers here are in scan order, like `source_row`; the detail names the first occurrence's data
 -- row, shifted past the lines the CSV reader rejected as sql/stg_quarantine_renumber.sql does.
 -- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null),
+-- $from_utc, $to_utc (the arrival span of the earlier rows compared, capplan.ingest._loaded_id_span),
 -- $gaps (per rejected data row r_j, j 1-based in file order: r_j - j; empty when none).
 create or replace temp table ingest_duplicate_rows as
 with
@@ -25,12 +26,15 @@ first_rows as (
 ),
 
 loaded_ids as (
-    -- ids of this file already in `requests` from other files (not the version this file replaces);
-    -- the semi join keeps the hash table to this file's ids, however large `requests` grows
+    -- ids of this file already in `requests` from other files (not the version this file replaces)
+    -- that arrived between $from_utc and $to_utc (both null: any time); as constants they skip the
+    -- row groups of `requests` outside that span. The semi join keeps the hash table to this file's
+    -- ids, however large `requests` grows
     select distinct r.request_id
     from requests as r
     semi join staged as s on r.request_id = s.request_id
     where r.file_id <> $file_id and r.file_id is distinct from $replaced_file_id
+        and ($from_utc is null or r.ts_utc between cast($from_utc as timestamp) and cast($to_utc as timestamp))
 ),
 
 duplicates as (

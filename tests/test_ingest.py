@@ -383,3 +383,21 @@ def test_rows_of_a_file_of_many_row_groups_keep_their_file_row_numbers(tmp_path,
         ("request_id: r123456 already seen at data row 123456",)]
     assert con.execute("select count(*), count(distinct request_id), sum(input_tokens) from requests").fetchall() == [
         (n - 3, n - 3, sum(r % 1000 for r in range(1, n + 1)) - 7 - 150_001 % 1000 - 299_999 % 1000)]
+
+
+def test_an_earlier_files_id_is_a_duplicate_only_within_the_window(tmp_path):
+    # the earlier-file check reads only rows that arrived within duplicate_id_window_s of this file's span
+    first = tmp_path / "october.csv"
+    first.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:00Z,1,1,r1\n"
+                     "2026-10-08T12:00:00Z,1,1,r2\n")
+    later = tmp_path / "later.csv"  # spans 10-09 00:00 .. 10-09 06:00: r2 is 11.5 h before it, r1 8 days
+    later.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-09T00:00:00Z,1,1,r2\n"
+                     "2026-10-09T06:00:00Z,1,1,r1\n")
+    for window, quarantined in ((86_400.0, ["r2"]), (None, ["r1", "r2"])):
+        con = connect()
+        cfg = IngestConfig(contract_check="all", duplicate_id_window_s=window)
+        _load(first, cfg=cfg, con=con)
+        result, _ = _load(later, cfg=cfg, con=con)
+        ids = con.execute("select raw->>'request_id' from quarantine where path = ? order by 1",
+                          [str(later)]).fetchall()
+        assert [i for (i,) in ids] == quarantined and result.rows_loaded == 2 - len(quarantined)
