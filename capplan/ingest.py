@@ -34,7 +34,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pandera.pandas as pa
 from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression, SQLExpression
 
