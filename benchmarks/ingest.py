@@ -27,6 +27,10 @@ gives the medians. The machine is shared and noisy: compare ratios within one ru
 absolute times.
 
     .venv/bin/python benchmarks/ingest.py --rows 20000000 --rows 50000000 --repeat 3 --modes bare capplan
+
+``--after-month`` (CSV) times the capplan modes on a database that already holds the month before
+(the same rows 31 days earlier, other request ids, loaded untimed first): the load of the next
+month, with its check against earlier files' ids.
 """
 
 from __future__ import annotations
@@ -116,10 +120,39 @@ def generate(rows: int, workdir: Path, seed: int = 7, formats: tuple[str, ...] =
     return {f: out[f] for f in formats}
 
 
-def child(mode: str, path: Path, db: Path) -> dict:
-    """Run one load in this process; return seconds and peak RSS."""
-    start = time.perf_counter()
+def month_before(path: Path) -> Path:
+    """The rows of CSV ``path`` 31 days earlier and with other request ids (``prev-`` prefixed), written once
+    beside it: the month loaded before ``path`` for ``--after-month``."""
+    out = path.with_name(path.stem + "-month-before.csv")
+    if not out.exists():
+        partial = out.with_name(out.name + ".partial")
+        con = duckdb.connect()
+        con.execute("set enable_progress_bar = false")
+        con.execute(f"""copy (select * replace ('prev-' || request_id as request_id,
+                                 strftime(cast(ts_utc as timestamptz) - interval 31 day, '%Y-%m-%dT%H:%M:%S.%fZ')
+                                     as ts_utc)
+                       from read_csv(?, all_varchar = true)) to '{partial}' (header)""", [str(path)])
+        con.close()
+        partial.rename(out)
+    return out
+
+
+def child(mode: str, path: Path, db: Path, preload: Path | None = None) -> dict:
+    """Run one load in this process; return seconds and peak RSS.
+
+    ``preload`` (capplan modes only): a file loaded into the database first, untimed, so the timed
+    load is the next file of a database that already holds one (see :func:`month_before`).
+    """
     rows = 0
+    if preload is not None and mode not in ("bare", "floor"):
+        from capplan.config import IngestConfig, SourceConfig
+        from capplan.db import connect
+        from capplan.ingest import load_file
+
+        con = connect(db)
+        load_file(con, preload, SourceConfig(name="bench"), IngestConfig(contract_check="off"))
+        con.close()
+    start = time.perf_counter()
     if mode == "bare":
         con = duckdb.connect(str(db))
         con.execute("set enable_progress_bar = false")
@@ -161,7 +194,7 @@ def peak_rss_mib() -> float:
 
 
 
-def measure(mode: str, path: Path, workdir: Path, before: Path | None = None) -> dict:
+def measure(mode: str, path: Path, workdir: Path, before: Path | None = None, preload: Path | None = None) -> dict:
     """Run :func:`child` in a fresh process with a fresh database (``capplan-before``: the code in ``before``)."""
     db = workdir / f"bench-{mode}.duckdb"
     for f in (db, db.with_suffix(".duckdb.wal")):
@@ -171,7 +204,8 @@ def measure(mode: str, path: Path, workdir: Path, before: Path | None = None) ->
         if before is None:
             raise ValueError("mode capplan-before needs --before DIR")
         env = {**os.environ, "PYTHONPATH": str(before.resolve())}
-    out = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(db)],
+    extra = ["--preload", str(preload)] if preload is not None else []
+    out = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(db), *extra],
                          check=True, capture_output=True, text=True, env=env)
     db.unlink(missing_ok=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -186,11 +220,18 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--before", type=Path, help="capplan/ and sql/ of another version, for capplan-before")
     parser.add_argument("--repeat", type=int, default=1, help="interleaved rounds; medians when > 1")
+    parser.add_argument("--after-month", action="store_true",
+                        help="CSV only: capplan modes load the same rows a month earlier (other ids) first, "
+                             "untimed, and time the file as the next month of that database (the earlier-file "
+                             "duplicate check); bare and floor still load into an empty database")
     parser.add_argument("--child", nargs=3, metavar=("MODE", "FILE", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--preload", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
+        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]), args.preload)))
         return
+    if args.after_month and args.formats != ["csv"]:
+        parser.error("--after-month needs --formats csv")
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"{'rows':>11} {'format':8} {'mode':22} {'seconds':>8} {'x bare':>7} {'peak MiB':>9} {'load':>5}")
     for rows in args.rows or [2_000_000]:
@@ -200,7 +241,8 @@ def main() -> None:
             for _ in range(args.repeat):
                 bare = None
                 for mode in args.modes:
-                    r = measure(mode, files[fmt], args.workdir, args.before)
+                    preload = month_before(files[fmt]) if args.after_month else None
+                    r = measure(mode, files[fmt], args.workdir, args.before, preload)
                     bare = r["seconds"] if mode == "bare" else bare
                     r["ratio"] = r["seconds"] / bare if bare else None
                     r["load"] = os.getloadavg()[0]
