@@ -143,15 +143,8 @@ def child(mode: str, path: Path, db: Path, preload: Path | None = None) -> dict:
     ``preload`` (capplan modes only): a file loaded into the database first, untimed, so the timed
     load is the next file of a database that already holds one (see :func:`month_before`).
     """
-    rows = 0
     if preload is not None and mode not in ("bare", "floor"):
-        from capplan.config import IngestConfig, SourceConfig
-        from capplan.db import connect
-        from capplan.ingest import load_file
-
-        con = connect(db)
-        load_file(con, preload, SourceConfig(name="bench"), IngestConfig(contract_check="off"))
-        con.close()
+        _capplan_load(db, preload, "off")
     start = time.perf_counter()
     if mode == "bare":
         con = duckdb.connect(str(db))
@@ -159,28 +152,35 @@ def child(mode: str, path: Path, db: Path, preload: Path | None = None) -> dict:
         reader = "read_parquet" if path.suffix == ".parquet" else "read_csv"
         con.execute(f"create table t as select * from {reader}(?)", [str(path)])
         rows = con.execute("select count(*) from t").fetchall()[0][0]
+        con.close()
     elif mode == "floor":
-        con = duckdb.connect(str(db))
-        con.execute("set enable_progress_bar = false")
         if path.suffix == ".parquet":
             raise ValueError("mode floor is the text load's floor: use --formats csv")
+        con = duckdb.connect(str(db))
+        con.execute("set enable_progress_bar = false")
         con.execute(FLOOR_LOAD, [str(path)])
         con.execute(FLOOR_DUPLICATES).fetchall()
         rows = con.execute("select count(*) from t").fetchall()[0][0]
+        con.close()
     else:
-        from capplan.config import IngestConfig, SourceConfig
-        from capplan.db import connect
-        from capplan.ingest import load_file
-
         contract = {"capplan": "sample", "capplan-before": "sample", "capplan-contract-all": "all",
                     "capplan-contract-off": "off"}[mode]
-        con = connect(db)
-        result = load_file(con, path, SourceConfig(name="bench"), IngestConfig(contract_check=contract))
-        rows = result.rows_read
-        assert result.rows_read == result.rows_loaded + result.rows_quarantined
-    con.close()
+        rows = _capplan_load(db, path, contract)
     seconds = time.perf_counter() - start
     return {"mode": mode, "seconds": seconds, "peak_rss_mib": peak_rss_mib(), "rows": rows}
+
+
+def _capplan_load(db: Path, path: Path, contract: str) -> int:
+    """:func:`capplan.ingest.load_file` of ``path`` into ``db`` (imports included); the rows read."""
+    from capplan.config import IngestConfig, SourceConfig
+    from capplan.db import connect
+    from capplan.ingest import load_file
+
+    con = connect(db)
+    result = load_file(con, path, SourceConfig(name="bench"), IngestConfig(contract_check=contract))
+    con.close()
+    assert result.rows_read == result.rows_loaded + result.rows_quarantined
+    return result.rows_read
 
 
 def peak_rss_mib() -> float:
@@ -238,10 +238,10 @@ def main() -> None:
         files = generate(rows, args.workdir, formats=tuple(args.formats))
         for fmt in args.formats:
             runs: dict[str, list[dict]] = {m: [] for m in args.modes}
+            preload = month_before(files[fmt]) if args.after_month else None
             for _ in range(args.repeat):
                 bare = None
                 for mode in args.modes:
-                    preload = month_before(files[fmt]) if args.after_month else None
                     r = measure(mode, files[fmt], args.workdir, args.before, preload)
                     bare = r["seconds"] if mode == "bare" else bare
                     r["ratio"] = r["seconds"] / bare if bare else None

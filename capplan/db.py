@@ -43,11 +43,11 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
 
 def memory_limit_mib(con: duckdb.DuckDBPyConnection) -> float | None:
     """DuckDB's current ``memory_limit`` [MiB], or ``None`` when it cannot be read as a size."""
-    return _as_mib(_memory_limit_text(con))
+    return _as_mib(_setting_text(con, "memory_limit"))
 
 
-def _memory_limit_text(con: duckdb.DuckDBPyConnection) -> str:
-    return str(con.execute("select current_setting('memory_limit')").fetchall()[0][0])
+def _setting_text(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    return str(con.execute("select current_setting(?)", [name]).fetchall()[0][0])
 
 
 def _as_mib(text: str) -> float | None:
@@ -72,14 +72,14 @@ def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> It
         yield
         return
     settings = con.cursor()  # same database, its own transaction state
-    previous = _memory_limit_text(settings)
+    previous = _setting_text(settings, "memory_limit")
     current = _as_mib(previous)
     if current is not None and current <= limit_mib:
         settings.close()
         yield
         return
     settings.execute("reset memory_limit")
-    was_default = _memory_limit_text(settings) == previous
+    was_default = _setting_text(settings, "memory_limit") == previous
     settings.execute("set memory_limit = ?", [f"{limit_mib}MiB"])
     try:
         yield
@@ -104,6 +104,6 @@ def keep_block_memory(con: duckdb.DuckDBPyConnection, mib: float | None) -> None
     """
     if mib is None:
         return
-    current = _as_mib(str(con.execute("select current_setting('block_allocator_memory')").fetchall()[0][0]))
+    current = _as_mib(_setting_text(con, "block_allocator_memory"))
     if current is None or current < mib:
         con.execute("set block_allocator_memory = ?", [f"{int(mib)}MiB"])

@@ -204,17 +204,15 @@ def detect_format(path: Path) -> tuple[str, str | None]:
     return kind, compression
 
 
-def check_head(path: Path, kind: str, compression: str | None) -> int:
-    """The file's size [bytes], after checking it is not empty and starts with its format's magic bytes."""
-    size = path.stat().st_size
-    if size == 0:
+def check_head(path: Path, kind: str, compression: str | None) -> None:
+    """Check that the file is not empty and starts with its format's magic bytes."""
+    if path.stat().st_size == 0:
         raise IngestError(f"{path}: empty file (0 bytes); expected a header and data rows")
     expected = _MAGIC.get(compression or kind)
     with open(path, "rb") as f:
         head = f.read(4)
     if expected and not head.startswith(expected):
         raise IngestError(f"{path}: not a {compression or kind} file (first bytes {head!r}); expected {expected!r}")
-    return size
 
 
 def fingerprint(path: Path, kind: str, compression: str | None, cancel: threading.Event | None = None,
@@ -222,9 +220,9 @@ def fingerprint(path: Path, kind: str, compression: str | None, cancel: threadin
     """Size, SHA-256 and (text files, plain or gzip) a bound on the lines, in one streamed read.
 
     Safe to run on a thread (hashlib and numpy release the GIL on large buffers); ``cancel``
-    stops it at the next 8 MiB chunk (its result is then unusable: :class:`IngestError`).
+    stops it at the next 8 MiB chunk (its result is then unusable: :class:`IngestError`). The
+    caller checks the file's head first (:func:`check_head`).
     """
-    check_head(path, kind, compression)
     digest = hashlib.sha256()
     size = 0
     newlines = [0, 0]  # b"\n", b"\r": whichever convention the file uses, lines <= max + 1
@@ -240,7 +238,7 @@ def fingerprint(path: Path, kind: str, compression: str | None, cancel: threadin
                 data = gz.inflate(chunk) if gz else chunk
                 text = np.frombuffer(data, np.uint8)
                 # numpy's vectorised compare: bytes.count took as long as the SHA-256 (5 M rows, measured);
-                # a chunk without \r (memchr, a quarter of a compare's time) skips that count
+                # a chunk without \r (one memchr, under half a compare's time) skips that count
                 newlines[0] += int(np.count_nonzero(text == 0x0A))  # \n
                 if data.find(b"\r") >= 0:
                     newlines[1] += int(np.count_nonzero(text == 0x0D))  # \r
@@ -553,8 +551,8 @@ def _load_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, map
     con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
     try:  # settings are not transactional: restored whatever happens
         with memory_capped(con, cfg.memory_limit_mib):
-            keep_block_memory(con, None if cfg.memory_limit_mib is None else
-                              min(cfg.memory_limit_mib, memory_limit_mib(con) or cfg.memory_limit_mib))
+            if cfg.memory_limit_mib is not None:  # the limit now in force: the configured one, or a lower one
+                keep_block_memory(con, memory_limit_mib(con))
             con.begin()
             try:
                 result = _load_in_transaction(con, path, kind, mapping, source, cfg, hashed, now_utc,
@@ -622,9 +620,10 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     by position rather than by a ``row_number()`` window, which serialised the scan. A Parquet
     file's columns are cheap to scan again, so there ``ingest_staged`` is a view (as a table,
     20 M rows took 1.4x the three-pass version's time, measured), and the quarantine pass runs
-    only when the footer counts more rows than were loaded. The duplicate-id rule is checked on the staged ids; then
-    each table gets its rows by one filtered ``insert ... select``, so DuckDB writes full row
-    groups to the file before commit and memory stays flat (appending Arrow batches instead
+    only when the footer counts more rows than were loaded. The duplicate-id rule is checked on
+    the staged ids (and on the ids of other files in the time window of ``_loaded_id_span``);
+    then each table gets its rows by one filtered ``insert ... select``, so DuckDB writes full
+    row groups to the file before commit and memory stays flat (appending Arrow batches instead
     kept every appended row in memory until commit: 4.3 GiB at 20 M rows, measured). The file
     is read again only for the raw values of rows that break nothing but the duplicate rule.
     Figures: docs/ingest.md.

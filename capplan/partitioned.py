@@ -253,7 +253,8 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
                                  "order by path, row_number").to_arrow_table().cast(_QUARANTINE_SCHEMA)
         hashes = [h for (h,) in con.execute("select content_sha256 from ingest_ledger order by path").fetchall()]
     return PartitionRollup(
-        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], tables["fct_concurrency_hourly"], plan_inputs, quarantine,
+        partition, tables["fct_traffic_hourly"], tables["fct_histogram_hourly"], tables["fct_concurrency_hourly"],
+        plan_inputs, quarantine,
         hashlib.sha256("".join(hashes).encode()).hexdigest(),
         sum(r.rows_read for r in results), sum(r.rows_loaded for r in results),
         sum(r.rows_quarantined for r in results))

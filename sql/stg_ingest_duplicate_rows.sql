@@ -2,7 +2,8 @@
 -- a good row whose id occurred at an earlier data row of the file (sql/stg_ingest_duplicate_ids.sql),
 -- or is already in `requests` from another file. Their detail, and their raw values read again from
 -- `ingest_raw` (the staging pass keeps raw values of bad rows only); run only when some id repeats
--- or `requests` holds ids, so a file of fresh ids is still read once.
+-- or `requests` holds ids of other files in the span (sql/stg_ingest_loaded_ids_exist.sql), so a
+-- file of fresh ids is still read once.
 -- Row numbers here are in scan order, like `source_row`; the detail names the first occurrence's data
 -- row, shifted past the lines the CSV reader rejected as sql/stg_quarantine_renumber.sql does.
 -- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null),
