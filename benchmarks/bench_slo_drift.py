@@ -18,6 +18,7 @@ import sql
 from capplan.config import CapplanConfig
 from capplan.db import connect
 from capplan.drift import daily_histograms, window_comparisons
+from capplan.ingest import ensure_tables
 from capplan.slo import alert_episodes, slo_status
 
 
@@ -36,11 +37,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.execute("select setseed(0.42)")
     # 90 days; ~0.5 % failures; log-normal-ish token lengths
     con.execute("""
-        insert into requests
+        insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id)
         select timestamp '2026-01-01' + (random() * 90 * 86400) * interval 1 second,
                (exp(6.4 + 0.9 * sqrt(-2 * ln(random())) * cos(2 * pi() * random())))::integer,
                (exp(5.2 + 0.7 * sqrt(-2 * ln(random())) * cos(2 * pi() * random())))::integer,

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import sql  # noqa: E402
 from capplan import profile  # noqa: E402
 from capplan.db import connect  # noqa: E402
+from capplan.ingest import ensure_tables  # noqa: E402
 from capplan.sample import SampleSpec, iter_days  # noqa: E402
 
 BARE = "select date_trunc('hour', ts_utc) as hour_utc, count(*) as requests from requests group by 1"
@@ -108,11 +109,11 @@ def _seconds(fn: Callable[[], object]) -> float:
 def _load(db: Path, spec: SampleSpec) -> int:
     """Write the spec's days 1..n-1 into ``db`` (reused when it already holds them); rows loaded."""
     con = connect(db)
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.execute("create table if not exists bench_meta (spec varchar)")
     key = repr(spec)
     if con.execute("select count(*) from bench_meta where spec = ?", [key]).fetchall()[0][0] == 0:
-        con.execute("delete from requests")
+        con.execute("delete from request_rows")
         con.execute("create or replace table held_back as select * from requests limit 0")
         for i, chunk in enumerate(iter_days(spec), start=1):
             con.register("chunk", chunk.table)
@@ -124,7 +125,7 @@ def _load(db: Path, spec: SampleSpec) -> int:
         con.execute("insert into bench_meta values (?)", [key])
     for table in (*profile.ROLLUP_TABLES, "profile_file_hours"):
         con.execute(f"drop table if exists {table}")  # noqa: S608
-    con.execute("delete from requests where file_id = ?", [spec.days])
+    con.execute("delete from request_rows where file_id = ?", [spec.days])
     rows = con.execute("select count(*) from requests").fetchall()[0][0]
     con.close()
     return rows
@@ -190,15 +191,15 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 
     one_day, full_with_day = [], []
     for _ in range(args.repeat):
-        con.execute("delete from requests where file_id = ?", [spec.days])
+        con.execute("delete from request_rows where file_id = ?", [spec.days])
         profile.refresh_rollups(con)
-        con.execute("insert into requests select * from held_back")
+        con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select * from held_back")
         one_day.append(_seconds(lambda: profile.refresh_rollups(con)))
         full_with_day.append(_seconds(lambda: profile.refresh_rollups(con, full=True)))
     out["refresh_one_day"] = statistics.median(one_day)
     out["refresh_full_with_day"] = statistics.median(full_with_day)
     out["bare_after"] = _seconds(lambda: con.sql(BARE).to_arrow_table())
-    con.execute("delete from requests where file_id = ?", [spec.days])
+    con.execute("delete from request_rows where file_id = ?", [spec.days])
     profile.refresh_rollups(con)
     con.close()
     out["load_1min_end"] = os.getloadavg()[0]

@@ -2,10 +2,10 @@
 
 One file is one transaction. Inside it, one SQL query (``sql/stg_requests.sql``)
 parses every raw column (read as VARCHAR, so the reader rejects nothing silently,
-or as the Parquet file types it) and names the first rule each row breaks; a text
-file's checked rows are kept in a temp table so the file is read once. The
-duplicate-id rule is checked on the file's ids; then the good rows go to
-``requests``; the bad rows, with their file row number, rule and raw values, go to
+or as the Parquet file types it) and names the first rule each row breaks; every
+row is written once, in file order, to ``request_rows``, whose good rows are the
+view ``requests``. The duplicate-id rule is checked on the file's ids; the bad
+rows, with their file row number, rule and raw values, are copied to
 ``quarantine``; and one ``ingest_ledger`` row records the file (path, size,
 SHA-256, rows read/loaded/quarantined). A process killed at any point leaves the
 database as it was before that file (DuckDB's WAL discards the open transaction).
@@ -138,9 +138,41 @@ class _Raw:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create ``requests``, ``quarantine`` and ``ingest_ledger`` if missing."""
-    for name in ("ddl_ingest_ledger", "ddl_requests", "ddl_quarantine"):
+    """Create ``request_rows`` and its view ``requests``, ``quarantine`` and ``ingest_ledger`` if missing.
+
+    A database written before ``request_rows`` existed holds ``requests`` as a table of good rows;
+    it is migrated in place first (:func:`_migrate_requests_table`).
+    """
+    if _first(con, "select count(*) from duckdb_tables() where table_name = 'requests' "
+                   "and schema_name = 'main' and database_name = current_database()")[0]:
+        _migrate_requests_table(con)
+    for name in ("ddl_ingest_ledger", "ddl_request_rows", "ddl_requests", "ddl_quarantine"):
         con.execute(sql.load(name))
+
+
+#: columns `request_rows` has beyond the old `requests` table, and the old table's NOT NULL columns
+_ROW_COLUMNS_ADDED = {"source_row": "BIGINT", "rule": "VARCHAR", "detail": "VARCHAR", "raw_json": "JSON"}
+_OLD_NOT_NULL = ("ts_utc", "input_tokens", "output_tokens", "model", "status")
+
+
+def _migrate_requests_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn an old ``requests`` table (good rows only) into ``request_rows``, in one transaction.
+
+    Its rows stay as they are (their ``rule`` is null, so the view ``requests`` shows them all);
+    only the table is renamed, the bad-row columns added and the NOT NULL constraints dropped
+    (a bad row's values are null). Statements are fixed text: no value comes from outside.
+    """
+    con.begin()
+    try:
+        con.execute("alter table requests rename to request_rows")
+        for column in _OLD_NOT_NULL:
+            con.execute(f"alter table request_rows alter column {column} drop not null")
+        for column, type_ in _ROW_COLUMNS_ADDED.items():
+            con.execute(f"alter table request_rows add column {column} {type_}")
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
 
 
 def column_mapping(source: SourceConfig) -> dict[str, str]:
@@ -400,7 +432,7 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
 _STAGE_PARAMS = ("now_utc", "future_tolerance_s", "context_limit_tokens", "timezone", "unit_us", "origin_utc",
                  "default_model")
 #: temp tables of one file's staging and duplicate check (sql/stg_ingest_*.sql)
-_STAGE_TABLES = ("ingest_staged_rows", "ingest_repeated_hashes", "ingest_duplicate_ids", "ingest_duplicate_rows")
+_STAGE_TABLES = ("ingest_repeated_hashes", "ingest_duplicate_ids", "ingest_duplicate_rows")
 
 
 def _stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Path,
@@ -579,7 +611,7 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
     """
     try:
         if replaces is not None:
-            for table in ("requests", "quarantine"):
+            for table in ("request_rows", "quarantine"):
                 con.execute(f"delete from {table} where file_id = ?", [replaces])  # fixed table names
             con.execute("update ingest_ledger set status = 'replaced' where file_id = ?", [replaces])
         file_id = int(_first(con, "select nextval('ingest_file_id_seq')")[0])
@@ -612,32 +644,30 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
 
 def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw, hashed: Future,
                 params: dict, on_rows: Callable[[int], None] | None = None) -> tuple[int, int]:
-    """Good rows to ``requests``, bad rows to ``quarantine``; returns (loaded, quarantined).
+    """Every row to ``request_rows`` (good ones are the view ``requests``), bad rows to ``quarantine``.
 
-    A text file is read once, into a temp table (every row parsed and checked, bad rows with
-    their detail and raw values; it spills to disk beyond the memory limit): tokenising and
-    parsing CSV again cost more than writing and scanning that table, and its rows are numbered
-    by position rather than by a ``row_number()`` window, which serialised the scan. A Parquet
-    file's columns are cheap to scan again, so there ``ingest_staged`` is a view (as a table,
-    20 M rows took 1.4x the three-pass version's time, measured), and the quarantine pass runs
-    only when the footer counts more rows than were loaded. The duplicate-id rule is checked on
-    the staged ids (and on the ids of other files in the time window of ``_loaded_id_span``);
-    then each table gets its rows by one filtered ``insert ... select``, so DuckDB writes full
-    row groups to the file before commit and memory stays flat (appending Arrow batches instead
-    kept every appended row in memory until commit: 4.3 GiB at 20 M rows, measured). The file
-    is read again only for the raw values of rows that break nothing but the duplicate rule.
-    Figures: docs/ingest.md.
+    Returns (loaded, quarantined). The file is read once: one ordered ``insert ... select``
+    parses and checks each row and writes it, good or bad, to ``request_rows``
+    (``sql/stg_ingest_insert_rows.sql``), so DuckDB writes full row groups to the file before
+    commit and memory stays flat (appending Arrow batches instead kept every appended row in
+    memory until commit: 4.3 GiB at 20 M rows, measured). Staging the checked rows in a temp
+    table and copying the good ones on wrote each row twice and spilled the temp table to disk
+    beyond the memory limit: 50 M CSV rows took 2.18x a bare load that way against 1.63x now
+    (medians of 3 interleaved rounds, benchmarks/ingest.py). A CSV row is numbered by its position among the file's rows (``rowid``, inside
+    this transaction). The duplicate-id rule is then checked on the file's ids (and on the ids
+    of other files in the time window of ``_loaded_id_span``); a row breaking only that rule is
+    marked in place, its raw values read again from the file (the only second read, and only
+    then). Last, the bad rows are copied to ``quarantine``. Figures: docs/ingest.md.
     """
     file_id = params["file_id"]
     con.sql(sql.load("stg_requests"), params={k: params[k] for k in _STAGE_PARAMS}).create_view(
         "ingest_checked", replace=True)
-    materialized = kind != "parquet"
-    if materialized:
-        row_offset = _materialize(con, path)
+    con.execute(sql.load("stg_ingest_insert_rows"), {"file_id": file_id})
+    if kind != "parquet":  # the last scan of the CSV reader was that insert (its sniffing scans before it)
         raw.rejects = _last_rejects(con, path, raw.header_lines)
-    else:
-        row_offset = 0
-        con.execute("create or replace temp view ingest_staged as select * from ingest_checked")
+    row_offset = _row_offset(con, path, file_id)
+    con.sql(sql.load("stg_ingest_staged_view"), params={"file_id": file_id, "row_offset": row_offset}
+            ).create_view("ingest_staged", replace=True)
     for step in ("stg_ingest_repeated_hashes", "stg_ingest_duplicate_ids"):  # the second is ~free when no repeats
         con.execute(sql.load(step))
     ids = {"file_id": file_id, "replaced_file_id": params["replaced_file_id"], "gaps": _scan_gaps(raw),
@@ -649,25 +679,16 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     if _first(con, "select count(*) from ingest_duplicate_ids")[0] or earlier:
         con.execute(sql.load("stg_ingest_duplicate_rows"), ids)
         if _first(con, "select count(*) from ingest_duplicate_rows")[0]:
-            if not materialized:  # a view cannot be updated: keep the rows after all
-                con.execute("drop view ingest_staged")
-                row_offset = _materialize(con, path)
-                materialized = True
-            con.execute(sql.load("stg_ingest_mark_duplicates"), {"row_offset": row_offset})
-    con.execute(sql.load("stg_ingest_insert_requests"), {"file_id": file_id})
+            con.execute(sql.load("stg_ingest_mark_duplicates"), {"file_id": file_id, "row_offset": row_offset})
     loaded = _count(con, "select count(*) from requests where file_id = $f", {"f": file_id})
     if on_rows is not None:
         on_rows(loaded)
-    # independent counts: the Parquet footer exactly; for text, every record takes at least one line
-    bound = (int(_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0])
-             if kind == "parquet" else _line_bound(hashed.result(), raw))
-    if materialized or loaded < bound:  # a Parquet view is read again only when rows are missing
-        con.execute(sql.load("stg_ingest_insert_quarantine"), {"file_id": file_id, "path": params["path"]})
+    con.execute(sql.load("stg_ingest_insert_quarantine"), {"file_id": file_id, "path": params["path"]})
     if raw.rejects:
         _quarantine_rejects(con, file_id, path, raw)
-    for view in ("ingest_staged", "ingest_checked"):  # temp space back before the next file
+    for view in ("ingest_staged", "ingest_checked"):
         con.execute(f"drop view if exists {view}")  # fixed names
-    for table in _STAGE_TABLES:
+    for table in _STAGE_TABLES:  # temp space back before the next file
         con.execute(f"drop table if exists temp.{table}")
     quarantined = _count(con, "select count(*) from quarantine where file_id = $f", {"f": file_id})
     if on_rows is not None:
@@ -675,6 +696,9 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     rows_read = loaded + quarantined
     if rows_read == 0:
         raise IngestError(f"{path}: no data rows (header only?); expected at least one request row")
+    # independent counts: the Parquet footer exactly; for text, every record takes at least one line
+    bound = (int(_first(con, "select sum(num_rows) from parquet_file_metadata(?)", [str(path)])[0])
+             if kind == "parquet" else _line_bound(hashed.result(), raw))
     if (kind == "parquet" and rows_read != bound) or (bound is not None and rows_read > bound):
         raise IngestError(f"{path}: read {rows_read} rows but the file holds at most {bound}")
     return loaded, quarantined
@@ -710,20 +734,18 @@ def _line_bound(fp: _Fingerprint, raw: _Raw) -> int | None:
     return None if fp.max_records is None else fp.max_records - raw.header_lines
 
 
-def _materialize(con: duckdb.DuckDBPyConnection, path: Path) -> int:
-    """Keep the checked rows in a temp table; view them numbered as ``ingest_staged``; return the row offset.
+def _row_offset(con: duckdb.DuckDBPyConnection, path: Path, file_id: int) -> int:
+    """The offset that turns the position (``rowid``) of a row of file ``file_id`` into its data row number.
 
-    The offset turns a row's position (``rowid``) into its data row number. A gap in the
-    positions would break that numbering, so it is checked (a bug, not a property of the file).
+    Rows appended by one ordered insert inside a transaction have contiguous rowids, in scan
+    order; a gap would break the numbering, so it is checked (a bug, not a property of the file).
+    Only valid inside the ingest's transaction (a checkpoint may renumber rows).
     """
-    con.execute(sql.load("stg_ingest_staged"))
-    first, last, rows = _first(con, "select min(rowid), max(rowid), count(*) from ingest_staged_rows")
+    first, last, rows = _first(con, "select min(rowid), max(rowid), count(*) from request_rows where file_id = ?",
+                               [file_id])
     if rows and last - first + 1 != rows:
         raise IngestError(f"{path}: staged rows are not numbered contiguously ({rows} rows, rowid {first}..{last})")
-    row_offset = 1 - first if rows else 0
-    con.sql(sql.load("stg_ingest_staged_view"), params={"row_offset": row_offset}).create_view(
-        "ingest_staged", replace=True)
-    return row_offset
+    return 1 - first if rows else 0
 
 
 def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path], source: SourceConfig,

@@ -306,7 +306,8 @@ def _hour_runs(hours: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
 
 def _require_requests(con: duckdb.DuckDBPyConnection) -> None:
     found = con.execute(
-        "select count(*) from duckdb_tables() where table_name = 'requests' and not temporary").fetchall()[0][0]
+        "select count(*) from information_schema.tables where table_name = 'requests' "  # a view (capplan ingest)
+        "and table_schema = 'main' and table_catalog = current_database()").fetchall()[0][0]
     if not found:
         raise ProfileError("the database has no 'requests' table: run `capplan ingest` first")
 

@@ -1,4 +1,4 @@
--- request ids that occur more than once in the file being ingested (temp table `ingest_staged`), with
+-- request ids that occur more than once in the file being ingested (view `ingest_staged`), with
 -- the data row of their first occurrence, whatever that row's own fate; groups the id text of only
 -- the rows whose hash sql/stg_ingest_repeated_hashes.sql found repeated (the exact step).
 create or replace temp table ingest_duplicate_ids as

@@ -1,4 +1,4 @@
--- rows of the file being ingested (temp table `ingest_staged`) that break only `request_id_duplicate`:
+-- rows of the file being ingested (view `ingest_staged`, sql/stg_ingest_staged_view.sql) that break only `request_id_duplicate`:
 -- a good row whose id occurred at an earlier data row of the file (sql/stg_ingest_duplicate_ids.sql),
 -- or is already in `requests` from another file. Their detail, and their raw values read again from
 -- `ingest_raw` (the staging pass keeps raw values of bad rows only); run only when some id repeats
@@ -51,7 +51,7 @@ duplicates as (
 ),
 
 numbered_raw as (
-    -- a CSV scan does not number its rows (sql/stg_ingest_staged.sql): number them here, in scan order
+    -- a CSV scan does not number its rows (sql/stg_ingest_staged_view.sql): number them here, in scan order
     select coalesce(source_row, row_number() over ()) as source_row, raw from ingest_raw
 ),
 

@@ -1,4 +1,4 @@
--- the bad rows of the staged file (temp table `ingest_staged`, sql/stg_requests.sql) into `quarantine`,
+-- the bad rows of the file being ingested (view `ingest_staged`, sql/stg_ingest_staged_view.sql) into `quarantine`,
 -- with their first broken rule, detail and raw values. Row numbers are in scan order; lines the CSV
 -- reader rejected are added and the numbers shifted afterwards (sql/stg_quarantine_renumber.sql).
 -- parameters: $file_id, $path.

@@ -8,6 +8,7 @@ import sql
 from capplan.config import CostConfig
 from capplan.cost import interruptible_share
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 
 ROWS = [  # ts_utc, model, status, tenant
     ("2026-01-01 00:00", "batch-embed", 200, None),
@@ -22,8 +23,8 @@ ROWS = [  # ts_utc, model, status, tenant
 def con():
     c = connect()
     c.execute(sql.load("ddl_ingest_ledger"))
-    c.execute(sql.load("ddl_requests"))
-    c.executemany("insert into requests (ts_utc, input_tokens, output_tokens, model, status, tenant, file_id) "
+    ensure_tables(c)
+    c.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, tenant, file_id) "
                   "values (?, 10, 10, ?, ?, ?, 1)", ROWS)
     return c
 
@@ -41,5 +42,5 @@ def test_interruptible_share(con, cfg, window_days, expected):
 
 
 def test_empty_table_gives_zero(con):
-    con.execute("delete from requests")
+    con.execute("delete from request_rows")
     assert interruptible_share(con, CostConfig(interruptible_models=["x"]), window_days=7) == 0.0

@@ -10,10 +10,11 @@ from sql import load
 
 def test_ddl_files_create_tables():
     con = connect()
-    for name in ("ddl_ingest_ledger", "ddl_requests", "ddl_quarantine"):
+    for name in ("ddl_ingest_ledger", "ddl_request_rows", "ddl_requests", "ddl_quarantine"):
         con.execute(load(name))
-    tables = {r[0] for r in con.execute("select table_name from information_schema.tables").fetchall()}
-    assert {"requests", "quarantine", "ingest_ledger"} <= tables
+    tables = dict(con.execute("select table_name, table_type from information_schema.tables").fetchall())
+    assert {"request_rows", "requests", "quarantine", "ingest_ledger"} <= tables.keys()
+    assert tables["requests"] == "VIEW"
 
 
 def test_unknown_sql_name_lists_valid_ones():

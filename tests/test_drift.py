@@ -23,6 +23,7 @@ from capplan.drift import (
     request_costs,
     window_comparisons,
 )
+from capplan.ingest import ensure_tables
 from capplan.sample import Drift, SampleSpec, iter_days
 
 START = date(2026, 1, 5)
@@ -32,9 +33,9 @@ CFG = CapplanConfig()
 
 def _load(spec: SampleSpec):
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.register("generated", pa.concat_tables(c.table for c in iter_days(spec)))
-    con.execute("insert into requests select *, 0 from generated")
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from generated")
     con.unregister("generated")
     return con
 
@@ -50,8 +51,8 @@ def _costs(con) -> dict[str, RequestCost]:
 
 def test_daily_histogram_sql_on_a_few_rows():
     con = connect()
-    con.execute(sql.load("ddl_requests"))
-    con.execute("""insert into requests values
+    ensure_tables(con)
+    con.execute("""insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values
         ('2026-01-01 23:59:59', 1, 0, 'a', 200, 1, 1, null, null, null, 1),
         ('2026-01-01 10:00:00', 2, 5, 'a', 200, 1, 1, null, null, null, 1),
         ('2026-01-01 11:00:00', 2, 0, 'a', 503, null, 1, null, null, null, 1),
@@ -142,9 +143,9 @@ def test_cost_change_decomposition_adds_up_and_isolates_the_drift(drifted):
 
 def test_decomposition_hand_worked_on_two_months():
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     # January: 2 requests of (100 in, 10 out); February: 3 requests of (200 in, 10 out)
-    con.execute("""insert into requests values
+    con.execute("""insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values
         ('2026-01-10', 100, 10, 'a', 200, 1, 1, null, null, null, 1),
         ('2026-01-11', 100, 10, 'a', 200, 1, 1, null, null, null, 1),
         ('2026-02-10', 200, 10, 'a', 200, 1, 1, null, null, null, 1),
@@ -170,8 +171,8 @@ def test_bundled_sample_drift_is_found():
     sample = Path(__file__).resolve().parent.parent / "data" / "sample"
     truth = json.loads((sample / "ground_truth.json").read_text())["drift"]
     con = connect()
-    con.execute(sql.load("ddl_requests"))
-    con.execute("insert into requests select *, 0 from read_parquet($files)",
+    ensure_tables(con)
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from read_parquet($files)",
                 {"files": [str(p) for p in sorted(sample.glob("requests-*.parquet"))]})
     found = detect_drift(con, CFG.drift, _costs(con))
     assert found[["model", "metric"]].values.tolist() == [[truth["model"], f"{truth['metric']}_tokens"]]

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import sql
 from capplan.cli import app
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.sample import Drift, SampleSpec, iter_days
 
 
@@ -22,9 +23,9 @@ def db(tmp_path_factory):
                       drift=Drift("llama-3.1-70b", "output", datetime(2026, 3, 10, tzinfo=UTC), 1.4))
     path = tmp_path_factory.mktemp("drift") / "capplan.duckdb"
     con = connect(path)
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.register("generated", pa.concat_tables(c.table for c in iter_days(spec)))
-    con.execute("insert into requests select *, 0 from generated")
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from generated")
     con.close()
     return path
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import sql
 from capplan.cli import app
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.profile import refresh_rollups
 
 
@@ -19,9 +20,9 @@ def db(tmp_path_factory):
     """Three weeks of one model: 5-35 requests per hour on a daily cycle, and a 5-hour logging gap."""
     path = tmp_path_factory.mktemp("forecast") / "capplan.duckdb"
     con = connect(path)
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.execute("""
-        insert into requests
+        insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id)
         select timestamp '2026-03-02' + h * interval 1 hour + k * interval 1 second,
                100 + h % 7, 10, 'm', 200, 200, 900, null, null, null, 1
         from range(21 * 24) a(h), range(60) b(k)

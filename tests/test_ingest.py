@@ -356,7 +356,7 @@ def test_messy_csv_quarantines_exactly_what_the_three_pass_version_did(tmp_path)
         (8, "request_id_duplicate", "request_id: a already seen at data row 1", raw(7, 1, "a")),
         (9, "csv_wrong_column_count", columns, '"2026-10-01T00:00:08Z,1,1,c,extra"'),
         (13, "request_id_duplicate", "request_id: e2 already seen in an earlier file", raw(12, 1, "e2 "))]
-    assert con.execute("select request_id, second(ts_utc) from requests where file_id = ? order by rowid",
+    assert con.execute("select request_id, second(ts_utc) from request_rows where file_id = ? and rule is null order by rowid",
                        [result.file_id]).fetchall() == [("b", 3), ("c", 9), (None, 10), (None, 11)]
 
 
@@ -401,3 +401,37 @@ def test_an_earlier_files_id_is_a_duplicate_only_within_the_window(tmp_path):
         ids = con.execute("select raw->>'request_id' from quarantine where path = ? order by 1",
                           [str(later)]).fetchall()
         assert [i for (i,) in ids] == quarantined and result.rows_loaded == 2 - len(quarantined)
+
+
+def test_each_row_is_stored_once_and_requests_shows_the_good_ones():
+    result, con = _load(CORPUS / "rules.csv")
+    stored = con.execute("select count(*), count(rule), count(ts_utc) filter (where rule is not null) "
+                         "from request_rows where file_id = ?", [result.file_id]).fetchone()
+    # a bad row's values are null, but for the duplicate (valid values, marked after the write)
+    assert stored == (result.rows_read, result.rows_quarantined, 1)
+    # a bad row keeps its id: it is an id's first occurrence even though it is not loaded
+    assert con.execute("select count(*) from request_rows where rule is not null and request_id is not null"
+                       ).fetchone()[0] >= 1
+    assert con.execute("select count(*) from requests").fetchone()[0] == result.rows_loaded
+    assert con.execute("select table_type from information_schema.tables where table_name = 'requests'"
+                       ).fetchone()[0] == "VIEW"
+
+
+def test_a_database_with_the_old_requests_table_is_migrated_in_place(tmp_path):
+    db = tmp_path / "old.duckdb"
+    con = connect(db)
+    con.execute("""create table requests (ts_utc timestamp not null, input_tokens integer not null,
+        output_tokens integer not null, model varchar not null, status smallint not null, ttft_ms double,
+        latency_ms double, request_id varchar, tenant varchar, zone varchar, file_id integer not null)""")
+    con.execute("insert into requests values ('2026-10-01 00:00:00', 1, 2, 'm', 200, null, null, 'old', null, null, 7)")
+    con.close()
+    con = connect(db)
+    result = load_file(con, CORPUS / "rules.csv", CANONICAL, CFG, now_utc=NOW)
+    assert con.execute("select request_id, file_id from requests where file_id = 7").fetchall() == [("old", 7)]
+    assert con.execute("select count(*) from requests").fetchone()[0] == 1 + result.rows_loaded
+    assert con.execute("select count(*) from quarantine").fetchone()[0] == result.rows_quarantined
+    con.close()
+    con = connect(db)  # the migration ran once; opening again and ingesting more changes nothing of it
+    again = load_file(con, CORPUS / "rules.csv", CANONICAL, CFG, now_utc=NOW)
+    assert again.status == "unchanged"
+    assert con.execute("select count(*) from requests").fetchone()[0] == 1 + result.rows_loaded

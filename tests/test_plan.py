@@ -13,6 +13,7 @@ import sql
 from capplan import plan
 from capplan.config import CapplanConfig, parse_config
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from sizing.cost_plan import plan_range
 from sizing.fleet import size_fleet
 
@@ -119,14 +120,14 @@ def test_ingest_notes_name_the_files_that_need_attention():
 @pytest.fixture
 def con():
     c = connect(":memory:")
-    for name in ("ddl_ingest_ledger", "ddl_quarantine", "ddl_requests"):
+    for name in ("ddl_ingest_ledger", "ddl_quarantine", "ddl_request_rows", "ddl_requests"):
         c.execute(sql.load(name))
     yield c
     c.close()
 
 
 def _insert(con, rows):
-    con.executemany("insert into requests values (?, ?, ?, 'm', ?, 100, ?, null, null, null, 1)", rows)
+    con.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values (?, ?, ?, 'm', ?, 100, ?, null, null, null, 1)", rows)
 
 
 def test_measure_inputs_from_recent_successes(con):
@@ -146,7 +147,7 @@ def test_measure_inputs_without_latency_or_rows_is_a_clear_error(con):
     hourly = pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0], "concurrency_measured_peak": [1]})
     with pytest.raises(ValueError, match="no successful"):
         plan.measure_inputs(con, hourly, CapplanConfig())
-    con.execute("insert into requests values ('2026-11-20', 1, 1, 'm', 200, null, null, null, null, null, 1)")
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values ('2026-11-20', 1, 1, 'm', 200, null, null, null, null, null, 1)")
     with pytest.raises(ValueError, match="latency_ms"):
         plan.measure_inputs(con, hourly, CapplanConfig())
 
@@ -234,8 +235,8 @@ def test_assumptions_table_marks_measured_and_assumed_with_units():
 def test_kv_quantile_from_the_hourly_rollup_equals_quantile_cont(tokens, quantile):
     """The roll-up keeps exact counts per token total, so any quantile equals DuckDB's over the raw rows."""
     c = connect(":memory:")
-    c.execute(sql.load("ddl_requests"))
-    c.executemany("insert into requests values ('2026-11-20 10:00', ?, ?, 'm', 200, 100, 1000, null, null, null, 1)",
+    ensure_tables(c)
+    c.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values ('2026-11-20 10:00', ?, ?, 'm', 200, 100, 1000, null, null, null, 1)",
                   tokens)
     (want,) = c.execute("select quantile_cont(input_tokens + output_tokens, ?) from requests", [quantile]).fetchone()
     m = plan.measure_inputs(c, pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0],

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 import sql
 from capplan import profile
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.profile_rollup import peak_in_flight_by_model
 
 
 def _insert(con, rows):
     """Insert (ts_utc, input, output, model, status, ttft_ms, latency_ms, file_id) rows."""
     con.executemany(
-        "insert into requests (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, file_id)"
+        "insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, file_id)"
         " values (?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
@@ -28,7 +29,7 @@ def _insert(con, rows):
 @pytest.fixture
 def con():
     c = connect()
-    c.execute(sql.load("ddl_requests"))
+    ensure_tables(c)
     yield c
     c.close()
 
@@ -202,7 +203,7 @@ def test_no_requests_table():
 def test_read_only_connection_reads_last_refresh(tmp_path):
     path = tmp_path / "p.duckdb"
     c = connect(path)
-    c.execute(sql.load("ddl_requests"))
+    ensure_tables(c)
     _insert(c, GOLDEN)
     before = profile.hourly_traffic(c)
     c.close()

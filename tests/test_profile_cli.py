@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import sql
 from capplan.cli import app
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 
 runner = CliRunner()
 
@@ -19,9 +20,9 @@ runner = CliRunner()
 def db(tmp_path):
     path = tmp_path / "capplan.duckdb"
     con = connect(path)
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.executemany(
-        "insert into requests (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, file_id)"
+        "insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, file_id)"
         " values (?, ?, ?, ?, ?, ?, ?, 1)",
         [("2026-03-01 10:00:00", 100, 10, "a", 200, 100.0, 1000.0),
          ("2026-03-01 10:00:00.5", 300, 30, "b", 200, 3000.0, 5000.0),

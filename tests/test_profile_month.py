@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import sql
 from capplan import profile
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.sample import SampleSpec, iter_days
 
 pytestmark = pytest.mark.slow
@@ -40,10 +41,10 @@ def month(tmp_path_factory):
     weekly Parquet partitions of whole days in a folder."""
     folder = tmp_path_factory.mktemp("month")
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     for i, chunk in enumerate(iter_days(SPEC), start=1):
         con.register("chunk", chunk.table)
-        con.execute("insert into requests by name select *, ? as file_id from chunk", [i])
+        con.execute("insert into request_rows by name select *, ? as file_id from chunk", [i])
         con.unregister("chunk")
         if i % 10 == 0 or i == SPEC.days:
             profile.refresh_rollups(con)  # incremental: a few days at a time, as after daily ingests
@@ -179,8 +180,8 @@ def test_incremental_equals_full_rebuild_and_survives_a_replaced_file(month):
         pd.testing.assert_frame_equal(frame, incremental[name], obj=name)
     # replace file 5 by half of its rows, as `ingest --on-changed-file replace` would
     con.execute("create temp table keep as select * from requests where file_id = 5")
-    con.execute("delete from requests where file_id = 5")
-    con.execute("insert into requests select * exclude (file_id), 99 as file_id from keep where hash(ts_utc) % 2 = 0")
+    con.execute("delete from request_rows where file_id = 5")
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select * exclude (file_id), 99 as file_id from keep where hash(ts_utc) % 2 = 0")
     try:
         touched = profile.refresh_rollups(con)
         assert 24 <= touched <= 26  # that day, and the hour after it where requests may still be in flight
@@ -189,8 +190,8 @@ def test_incremental_equals_full_rebuild_and_survives_a_replaced_file(month):
         for name, frame in _tables(con).items():
             pd.testing.assert_frame_equal(frame, after_incremental[name], obj=name)
     finally:
-        con.execute("delete from requests where file_id = 99")
-        con.execute("insert into requests select * from keep")  # restore for the other tests
+        con.execute("delete from request_rows where file_id = 99")
+        con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select * from keep")  # restore for the other tests
         con.execute("drop table keep")
         profile.refresh_rollups(con)
 

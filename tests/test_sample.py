@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.sample import (
     DEFAULT_MODELS,
     SCHEMA,
@@ -257,9 +258,9 @@ def test_formats_round_trip_through_duckdb_into_requests(tmp_path: Path, name: s
     expected = _table(spec)
     path = write_sample(spec, tmp_path / name).paths[0]
     con = connect()
-    con.execute(load("ddl_requests"))
+    ensure_tables(con)
     con.register("expected", expected)
-    con.execute(f"insert into requests select *, 1 from {reader}($p)", {"p": str(path)})
+    con.execute(f"insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 1 from {reader}($p)", {"p": str(path)})
     (n, diff), = con.execute("""
         select (select count(*) from requests),
                (select count(*) from (select * exclude (file_id) from requests
@@ -285,7 +286,7 @@ def test_csv_header_and_iso_timestamps(tmp_path: Path):
 
 def test_columns_are_the_canonical_requests_columns():
     con = connect()
-    con.execute(load("ddl_requests"))
+    ensure_tables(con)
     ddl = [r[0] for r in con.execute("select column_name from information_schema.columns "
                                      "where table_name = 'requests' order by ordinal_position").fetchall()]
     assert SCHEMA.names == [c for c in ddl if c != "file_id"]

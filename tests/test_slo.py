@@ -12,6 +12,7 @@ import pytest
 import sql
 from capplan.config import BurnRateAlertConfig, SloConfig
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.sample import Incident, SampleSpec, iter_days
 from capplan.slo import alert_episodes, budget_burndown, minute_events, slo_status
 
@@ -32,9 +33,9 @@ def _window(t: tuple[datetime, int]) -> str:
 def con():
     """30 days at 20 requests/min with hand-placed incidents (no background errors)."""
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.execute(f"""
-        insert into requests
+        insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id)
         select ts_utc, 500, 100, 'm1',
                case when {_window(OUTAGE_5PCT)} and i % 20 = 0 then 500
                     when {_window(OUTAGE_FULL)} then 503
@@ -49,8 +50,8 @@ def con():
 
 def test_minute_counts_sql_on_a_few_rows():
     con = connect()
-    con.execute(sql.load("ddl_requests"))
-    con.execute("""insert into requests values
+    ensure_tables(con)
+    con.execute("""insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values
         ('2026-01-01 00:00:10', 1, 1, 'a', 200, 100, 1, null, null, null, 1),
         ('2026-01-01 00:00:50', 1, 1, 'a', 500, null, 1, null, null, null, 1),
         ('2026-01-01 00:02:00', 1, 1, 'a', 200, 3000, 1, null, null, null, 1),
@@ -144,7 +145,7 @@ def test_burndown_ends_at_status(con):
 
 def test_an_empty_log_gives_empty_frames():
     empty = connect()
-    empty.execute(sql.load("ddl_requests"))
+    ensure_tables(empty)
     assert alert_episodes(empty, SloConfig()).empty
     assert budget_burndown(empty, SloConfig()).empty
 
@@ -162,10 +163,10 @@ def test_episodes_match_incidents_in_generated_logs():
     )
     spec = SampleSpec(start=date(2026, 5, 1), days=12, requests_per_day=20_000, seed=3, incidents=incidents)
     con = connect()
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     for chunk in iter_days(spec):
         con.register("day_rows", chunk.table)
-        con.execute("insert into requests select *, 0 from day_rows")
+        con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from day_rows")
         con.unregister("day_rows")
     # the generator's background failure rate is ~0.75 % of valid requests: a 98.5 % SLO (burn ≈ 0.5) is met
     got = alert_episodes(con, SloConfig(target=0.985, window_days=7))
@@ -187,8 +188,8 @@ def test_bundled_sample_pages_only_during_its_incidents():
     incidents = [(pd.Timestamp(i["start"]).tz_localize(None), pd.Timestamp(i["end"]).tz_localize(None),
                   i["error_fraction"]) for i in json.loads((sample / "ground_truth.json").read_text())["incidents"]]
     con = connect()
-    con.execute(sql.load("ddl_requests"))
-    con.execute("insert into requests select *, 0 from read_parquet($files)",
+    ensure_tables(con)
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from read_parquet($files)",
                 {"files": [str(p) for p in sorted(sample.glob("requests-*.parquet"))]})
     pages = alert_episodes(con, SloConfig(target=0.99)).query("severity == 'page'")
     assert len(pages) >= 1

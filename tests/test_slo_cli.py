@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 import sql
 from capplan.cli import app
 from capplan.db import connect
+from capplan.ingest import ensure_tables
 
 
 @pytest.fixture(scope="module")
@@ -17,9 +18,9 @@ def db(tmp_path_factory):
     """Three days at 10 requests/min; every request fails 2026-04-02 10:00–10:10."""
     path = tmp_path_factory.mktemp("slo") / "capplan.duckdb"
     con = connect(path)
-    con.execute(sql.load("ddl_requests"))
+    ensure_tables(con)
     con.execute("""
-        insert into requests
+        insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id)
         select ts, 100, 10, 'm', case when ts >= timestamp '2026-04-02 10:00' and ts < timestamp '2026-04-02 10:10'
                                       then 503 else 200 end, 200, 900, null, null, null, 1
         from (select timestamp '2026-04-01' + i * interval 6 second as ts from range(3 * 1440 * 10) t(i))""")
