@@ -378,7 +378,7 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
     _require(path, mapping, columns, lambda c: c in columns)
     exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
     raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
-    rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered once staged
+    rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered by position once written
     rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
                *exprs).create_view("ingest_raw", replace=True)
     return _Raw(defaulted, header_lines=int(header))
@@ -580,7 +580,7 @@ def _load_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, map
                       replaces: int | None, on_rows: Callable[[int], None] | None) -> FileResult:
     """Run :func:`_load_in_transaction` in one transaction, with the settings it needs; commit or roll back."""
     previous_order = _first(con, "select current_setting('preserve_insertion_order')")[0]
-    con.execute("set preserve_insertion_order = true")  # staged CSV rows are numbered by position
+    con.execute("set preserve_insertion_order = true")  # written CSV rows are numbered by position
     try:  # settings are not transactional: restored whatever happens
         with memory_capped(con, cfg.memory_limit_mib):
             if cfg.memory_limit_mib is not None:  # the limit now in force: the configured one, or a lower one
@@ -744,7 +744,7 @@ def _row_offset(con: duckdb.DuckDBPyConnection, path: Path, file_id: int) -> int
     first, last, rows = _first(con, "select min(rowid), max(rowid), count(*) from request_rows where file_id = ?",
                                [file_id])
     if rows and last - first + 1 != rows:
-        raise IngestError(f"{path}: staged rows are not numbered contiguously ({rows} rows, rowid {first}..{last})")
+        raise IngestError(f"{path}: written rows are not numbered contiguously ({rows} rows, rowid {first}..{last})")
     return 1 - first if rows else 0
 
 
