@@ -159,8 +159,9 @@ def _migrate_requests_table(con: duckdb.DuckDBPyConnection) -> None:
     """Turn an old ``requests`` table (good rows only) into ``request_rows``, in one transaction.
 
     Its rows stay as they are (their ``rule`` is null, so the view ``requests`` shows them all);
-    only the table is renamed, the bad-row columns added and the NOT NULL constraints dropped
-    (a bad row's values are null). Statements are fixed text: no value comes from outside.
+    only the table is renamed, the bad-row columns added, the NOT NULL constraints dropped (a bad
+    row's tokens are null) and the view created. Statements are fixed text: no value comes from
+    outside. Call it outside a transaction (it opens its own; ``load_file`` does so).
     """
     con.begin()
     try:
@@ -169,6 +170,7 @@ def _migrate_requests_table(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"alter table request_rows alter column {column} drop not null")
         for column, type_ in _ROW_COLUMNS_ADDED.items():
             con.execute(f"alter table request_rows add column {column} {type_}")
+        con.execute(sql.load("ddl_requests"))  # with the rename: a reader never finds no `requests`
         con.commit()
     except BaseException:
         con.rollback()

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
-from capplan.ingest import (IngestError, RequestRow, column_mapping, detect_format, ingest_paths, load_file)
+from capplan.ingest import (IngestError, RequestRow, column_mapping, detect_format, ensure_tables, ingest_paths,
+                             load_file)
 
 CORPUS = Path(__file__).parent / "data" / "ingest"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -428,6 +429,9 @@ def test_a_database_with_the_old_requests_table_is_migrated_in_place(tmp_path):
     con.execute("insert into requests values ('2026-10-01 00:00:00', 1, 2, 'm', 200, null, null, 'old', null, null, 7)")
     con.close()
     con = connect(db)
+    ensure_tables(con)  # the view comes in the migration's own transaction, with the rename
+    assert con.execute("select table_type from information_schema.tables where table_name = 'requests'"
+                       ).fetchone()[0] == "VIEW"
     result = load_file(con, CORPUS / "rules.csv", CANONICAL, CFG, now_utc=NOW)
     assert con.execute("select request_id, file_id from requests where file_id = 7").fetchall() == [("old", 7)]
     assert con.execute("select count(*) from requests").fetchone()[0] == 1 + result.rows_loaded
