@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
-from capplan.ingest import (IngestError, RequestRow, column_mapping, detect_format, ensure_tables, ingest_paths,
-                             load_file)
+from capplan.ingest import (IngestError, RequestRow, _LineCounter, column_mapping, detect_format, ensure_tables,
+                             ingest_paths, load_file)
 
 CORPUS = Path(__file__).parent / "data" / "ingest"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -441,3 +441,38 @@ def test_a_database_with_the_old_requests_table_is_migrated_in_place(tmp_path):
     again = load_file(con, CORPUS / "rules.csv", CANONICAL, CFG, now_utc=NOW)
     assert again.status == "unchanged"
     assert con.execute("select count(*) from requests").fetchone()[0] == 1 + result.rows_loaded
+
+
+def _empty_lines_of(data: bytes) -> list[int]:
+    """Reference: 1-based numbers of the lines ended by \\n that hold nothing or a lone \\r."""
+    return [i for i, line in enumerate(data.split(b"\n")[:-1], start=1) if line in (b"", b"\r")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bc", b"\n", b"\r", b"\r\n", b",", b"\n\n"]), max_size=40),
+       st.lists(st.integers(0, 200), max_size=6))
+def test_line_counter_finds_every_empty_line_whatever_the_chunks(parts, cuts):
+    data = b"".join(parts)
+    bounds = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
+    counter = _LineCounter()
+    for a, b in zip(bounds, bounds[1:]):
+        counter.feed(data[a:b])
+    assert counter.empty == _empty_lines_of(data)
+    assert counter.max_records == max(data.count(b"\n"), data.count(b"\r")) + 1
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_rows_after_an_empty_csv_line_keep_their_file_row_numbers(tmp_path, eol):
+    # data rows: 1 a, 2 empty (skipped by the reader), 3 too many columns (rejected by the reader),
+    # 4 bad tokens, 5 a again (a duplicate of row 1), 6 empty, 7 negative tokens
+    lines = ["ts_utc,input_tokens,output_tokens,request_id", "2026-10-01T00:00:00Z,1,1,a", "",
+             "2026-10-01T00:00:01Z,1,1,b,EXTRA", "2026-10-01T00:00:02Z,x,1,c", "2026-10-01T00:00:03Z,1,1,a",
+             "", "2026-10-01T00:00:04Z,-1,1,d"]
+    path = tmp_path / "empty-lines.csv"
+    path.write_bytes(eol.join(lines).encode() + eol.encode())
+    result, con = _load(path)
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (5, 1, 4)
+    assert _quarantine(con) == [(3, "csv_wrong_column_count"), (4, "tokens_not_integer"),
+                                (5, "request_id_duplicate"), (7, "tokens_negative")]
+    detail = con.execute("select detail from quarantine where rule = 'request_id_duplicate'").fetchone()[0]
+    assert detail == "request_id: a already seen at data row 1"
