@@ -94,7 +94,7 @@ def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> It
 def keep_block_memory(con: duckdb.DuckDBPyConnection, mib: float | None) -> None:
     """Let DuckDB's block allocator keep up to ``mib`` [MiB] of freed buffer blocks for reuse.
 
-    A job that spills (the ingest's staged rows, its duplicate-id hash table, its inserts) frees
+    A job that spills (the ingest's insert and its duplicate-id hash table) frees
     and allocates blocks many times over; by default DuckDB hands freed memory back to the OS, so
     every reuse faults its pages in afresh (a 10 M-row CSV ingest: 850 k minor page faults and
     3.5 s of system time, against 655 k and 2.4 s with 1 GiB kept; measured). The kept memory

@@ -701,8 +701,9 @@ def _stage_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw: _Raw
     memory until commit: 4.3 GiB at 20 M rows, measured). Staging the checked rows in a temp
     table and copying the good ones on wrote each row twice and spilled the temp table to disk
     beyond the memory limit: 50 M CSV rows took 2.18x a bare load that way against 1.63x now
-    (medians of 3 interleaved rounds, benchmarks/ingest.py). A CSV row is numbered by its position among the file's rows (``rowid``, inside
-    this transaction). The duplicate-id rule is then checked on the file's ids (and on the ids
+    (medians of 3 interleaved rounds, benchmarks/ingest.py). A CSV row is numbered by its
+    position among the file's rows (``rowid``, inside this transaction), past the lines the
+    reader rejected or skipped (:func:`_scan_gaps`). The duplicate-id rule is then checked on the file's ids (and on the ids
     of other files in the time window of ``_loaded_id_span``); a row breaking only that rule is
     marked in place, its raw values read again from the file (the only second read, and only
     then). Last, the bad rows are copied to ``quarantine``. Figures: docs/ingest.md.
@@ -767,8 +768,8 @@ def _loaded_id_span(con: duckdb.DuckDBPyConnection, params: dict) -> dict:
     the file's own span widened by ``duplicate_id_window_s`` on each side. As constants they prune
     `requests` by its row groups' time ranges: checking every loaded id took 8.1 s of the 18.3 s load
     of a 10 M-row file a month after another, and grows with the database; that load takes 11.0 s
-    now (measured). Computed only when `requests` holds ids of other files at all (a Parquet file's
-    span is a scan of its view).
+    now (measured). Computed only when `requests` holds ids of other files at all (the span is a
+    scan of the file's rows).
     """
     window = params["duplicate_id_window_s"]
     first, last = _first(con, "select min(ts_utc), max(ts_utc) from ingest_staged where ts_utc is not null "
