@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from sizing.cost import optimal_commitment
+from capplan.sizing.cost.commitment import optimal_commitment
 
 P_RESERVED, P_ON_DEMAND = 2.49, 3.99  # USD/GPU-h, the illustrative H100 1y and on-demand rates
 

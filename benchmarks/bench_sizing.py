@@ -12,9 +12,9 @@ import timeit
 
 import numpy as np
 
-from sizing import capacity, queueing
-from sizing.catalogue import get_gpu, get_model
-from sizing.fleet import size_fleet
+from capplan.sizing import capacity, queueing
+from capplan.sizing.catalogue import get_gpu, get_model
+from capplan.sizing.fleet import size_fleet
 
 GOLDEN = dict(peak_qps=2_000_000 / 86_400 * 4, latency_s=6, output_tokens_per_request=400,
               gpu_output_tokens_per_s=2_000, target_utilisation=0.6, seqs_per_gpu=40, spares=1)

@@ -14,12 +14,12 @@ import statistics
 import time
 from collections.abc import Callable
 
-import sql
+from capplan import sql
 from capplan.config import CapplanConfig
 from capplan.db import connect
-from capplan.drift import daily_histograms, window_comparisons
+from capplan.drift.detect import daily_histograms, window_comparisons
 from capplan.ingest import ensure_tables
-from capplan.slo import alert_episodes, slo_status
+from capplan.slo.status import alert_episodes, slo_status
 
 
 def _median_s(fn: Callable[[], object], repeats: int) -> float:

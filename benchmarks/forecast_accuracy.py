@@ -38,10 +38,10 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
-from forecasting.api import INTERVAL_METHODS  # noqa: E402
-from forecasting.metrics import coverage, mase, mase_scale, smape  # noqa: E402
-from forecasting.prepare import seasonality_significant  # noqa: E402
+from capplan.forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
+from capplan.forecasting.api import INTERVAL_METHODS  # noqa: E402
+from capplan.forecasting.metrics import coverage, mase, mase_scale, smape  # noqa: E402
+from capplan.forecasting.prepare import seasonality_significant  # noqa: E402
 
 DATA_DIR = Path("/work/shared/benchmarks/m4-hourly-dev")
 HORIZON_STEPS = 48

@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import sql  # noqa: E402
+from capplan import sql  # noqa: E402
 from capplan import profile  # noqa: E402
 from capplan.db import connect  # noqa: E402
 from capplan.ingest import ensure_tables  # noqa: E402

@@ -165,7 +165,7 @@ def partitioned_child(mode: str, root: Path, db: Path) -> dict:
                 ingest.load_file(con, f, source, CapplanConfig().ingest)
             profile.refresh_rollups(con)
         return {"seconds": time.perf_counter() - started, "startup_s": 0.0}
-    from flows.partitioned import roll_up_partitions, run_partitioned_rollup
+    from capplan.flows.partitioned import roll_up_partitions, run_partitioned_rollup
 
     runner = mode.removeprefix("partitioned-")
     cluster = ClusterConfig(task_runner=runner, n_workers=2, threads_per_worker=1, sources=[source])

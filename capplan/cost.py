@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-import sql
+from capplan import sql
 from capplan.config import CostConfig
 
 

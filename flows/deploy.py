@@ -22,9 +22,9 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
 
 from capplan.config import CapplanConfig, IngestConfig, SourceConfig, dump_config
-from flows.ingest import ingest_logs
-from flows.partitioned import roll_up_partitions, task_runner_for
-from flows.plan import monthly_capacity_plan
+from capplan.flows.ingest import ingest_logs
+from capplan.flows.partitioned import roll_up_partitions, task_runner_for
+from capplan.flows.plan import monthly_capacity_plan
 
 PLAN_DEPLOYMENT = "monthly"
 INGEST_DEPLOYMENT = "daily-drop-folder"

@@ -16,12 +16,12 @@ from prefect import flow
 
 from capplan.config import CapplanConfig
 from capplan.plan import ingest_notes, plan_months
-from flows.ingest import ingest_logs
-from flows.partitioned import run_partitioned_rollup
-from flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
+from capplan.flows.ingest import ingest_logs
+from capplan.flows.partitioned import run_partitioned_rollup
+from capplan.flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
                          measure_request_mix, notify_flow, profile_traffic, publish_artifacts, size_months,
                          write_report_files)
-from reports.assemble import ReportInputs
+from capplan.reports.assemble import ReportInputs
 
 
 @flow(name="monthly-capacity-plan", log_prints=True)

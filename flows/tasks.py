@@ -26,9 +26,9 @@ from prefect.cache_policies import NONE
 from capplan import plan
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
-from reports import assemble
-from reports.document import PlanReport
-from reports.render import finance_table, render_markdown, write_report
+from capplan.reports import assemble
+from capplan.reports.document import PlanReport
+from capplan.reports.render import finance_table, render_markdown, write_report
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",

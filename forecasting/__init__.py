@@ -8,7 +8,7 @@
 backtests and how the intervals were made. See ``docs/forecasting.md``.
 """
 
-from forecasting.api import (
+from capplan.forecasting.api import (
     DEFAULT_CANDIDATES,
     Fit,
     ShortHistoryWarning,
@@ -16,8 +16,8 @@ from forecasting.api import (
     forecast,
     forecast_monthly,
 )
-from forecasting.models import MODELS
-from forecasting.schema import ForecastFrame
+from capplan.forecasting.models import MODELS
+from capplan.forecasting.schema import ForecastFrame
 
 __all__ = [
     "DEFAULT_CANDIDATES",

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from forecasting import backtest, intervals, prepare
-from forecasting.metrics import mase_scale
-from forecasting.models import MODELS
-from forecasting.schema import ForecastFrame
+from capplan.forecasting import backtest, intervals, prepare
+from capplan.forecasting.metrics import mase_scale
+from capplan.forecasting.models import MODELS
+from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
 DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "theta",

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from forecasting.metrics import mase, smape
-from forecasting.models import Model
+from capplan.forecasting.metrics import mase, smape
+from capplan.forecasting.models import Model
 
 
 def cutoffs(n_obs: int, horizon: int, windows: int, step: int, min_train: int) -> list[int]:

@@ -14,9 +14,9 @@ import pandas as pd
 
 from capplan import plan
 from capplan.config import CapplanConfig
-from reports import charts
-from reports.document import Chart, PlanReport, Table
-from sizing.cost_plan import OPTIONS, CostPlan
+from capplan.reports import charts
+from capplan.reports.document import Chart, PlanReport, Table
+from capplan.sizing.cost.plan import OPTIONS, CostPlan
 
 #: Days of hourly history drawn before the forecast fan. [days]
 HISTORY_DAYS_SHOWN = 56

@@ -21,7 +21,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from reports.document import PlanReport
+from capplan.reports.document import PlanReport
 
 #: Files a report folder always holds (charts go to ``charts/<key>.png``).
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
@@ -85,7 +85,7 @@ def _md_table(frame: pd.DataFrame) -> str:
 @cache
 def _environment(kind: str) -> Environment:
     # HTML autoescapes everything; Markdown gets an explicit `md` filter instead.
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=(kind == "html"),
+    env = Environment(loader=PackageLoader("capplan.reports", "templates"), autoescape=(kind == "html"),
                       undefined=StrictUndefined, keep_trailing_newline=True)
     env.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
     env.filters["md"] = md_escape

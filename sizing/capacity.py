@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sizing._checks import _out, fraction, non_negative, positive
+from capplan.sizing._checks import _out, fraction, non_negative, positive
 
 
 def concurrency_from_littles_law(arrival_rate_rps: ArrayLike, latency_s: ArrayLike) -> np.ndarray | float:

@@ -17,9 +17,9 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from sizing import capacity, demand, headroom, memory, queueing
-from sizing._checks import fraction, positive
-from sizing.catalogue import GpuSpec, ModelSpec
+from capplan.sizing import capacity, demand, headroom, memory, queueing
+from capplan.sizing._checks import fraction, positive
+from capplan.sizing.catalogue import GpuSpec, ModelSpec
 
 Source = Literal["measured", "assumed", "derived"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sizing._checks import _out, non_negative, positive
+from capplan.sizing._checks import _out, non_negative, positive
 
 
 def _zones(zones: ArrayLike, zones_lost: ArrayLike) -> tuple[np.ndarray, np.ndarray]:

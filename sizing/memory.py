@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sizing._checks import _out, choice, fraction, non_negative, positive
+from capplan.sizing._checks import _out, choice, fraction, non_negative, positive
 
 BYTES_PER_GIB = 2**30
 

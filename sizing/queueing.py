@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
-from sizing._checks import _out, choice, fraction, non_negative, positive
+from capplan.sizing._checks import _out, choice, fraction, non_negative, positive
 
 #: Utilisations in the classic latency-multiplier table.
 TABLE_UTILISATIONS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)

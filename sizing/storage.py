@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from sizing._checks import _out, non_negative
+from capplan.sizing._checks import _out, non_negative
 
 #: UTF-8 bytes per token of English text for BPE tokenisers (~4 characters per token).
 DEFAULT_BYTES_PER_TOKEN = 4.0

@@ -52,6 +52,12 @@ def _write_plan_config(root: Path, sources: list[str], **sections: dict) -> Path
 
 
 @pytest.fixture(scope="session")
+def plan_sample() -> dict:
+    """:data:`PLAN_SAMPLE`, for tests (conftest is not importable under ``--import-mode=importlib``)."""
+    return dict(PLAN_SAMPLE)
+
+
+@pytest.fixture(scope="session")
 def write_plan_config():
     """``write_plan_config(root, sources, **sections) -> Path`` of a small capplan.toml."""
     return _write_plan_config
@@ -71,7 +77,7 @@ def plan_logs(tmp_path_factory) -> list[str]:
 def planned_report(prefect_harness, plan_logs, tmp_path_factory):
     """Run ``monthly_capacity_plan`` once on the generated logs; return (report folder, config)."""
     from capplan.config import load_config
-    from flows.plan import monthly_capacity_plan
+    from capplan.flows.plan import monthly_capacity_plan
 
     cfg = load_config(_write_plan_config(tmp_path_factory.mktemp("plan"), plan_logs))
     folder = Path(monthly_capacity_plan(cfg))

@@ -5,7 +5,7 @@ import duckdb
 import pytest
 
 from capplan.db import DatabaseLockedError, connect, keep_block_memory, memory_capped, memory_limit_mib
-from sql import load
+from capplan.sql import load
 
 
 def test_ddl_files_create_tables():

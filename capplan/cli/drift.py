@@ -1,0 +1,102 @@
+"""``capplan drift``: token-length drift per model, priced, and the month-over-month cost attribution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from capplan.cli._common import (
+    CONFIG_OPTION,
+    DB_OPTION,
+    JSON_OPTION,
+    console,
+    fail,
+    load,
+    open_requests_db,
+    print_json,
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``drift`` command to ``app``."""
+
+    @app.command("drift")
+    def drift(
+        config: Path | None = CONFIG_OPTION,
+        db: Path | None = DB_OPTION,
+        volume: str = typer.Option(
+            "forecast", "--volume",
+            help="Monthly volume that prices a drift: 'forecast' (mean of the next [forecast].horizon_months) "
+                 "or 'recent' (last 30 days)."),
+        month_before: str | None = typer.Option(None, "--month-before", help="YYYY-MM (default: the month "
+                                                "before --month-after)."),
+        month_after: str | None = typer.Option(None, "--month-after", help="YYYY-MM (default: the last complete "
+                                               "month in the log)."),
+        as_json: bool = JSON_OPTION,
+    ) -> None:
+        """Detect input/output-length drift, price it, and split the monthly cost change."""
+        import pandas as pd
+        from rich.table import Table
+
+        from capplan.drift.detect import (
+            cost_change_decomposition,
+            daily_histograms,
+            forecast_requests_per_month,
+            monthly_requests,
+            price_findings,
+            request_costs,
+            window_comparisons,
+        )
+
+        if volume not in ("forecast", "recent"):
+            fail(f"--volume {volume!r}: expected 'forecast' or 'recent'")
+        cfg = load(config)
+        con = open_requests_db(cfg, db)
+        try:
+            hist = daily_histograms(con)
+        finally:
+            con.close()
+        if hist.empty:
+            fail("no served (2xx) requests in the database")
+        try:
+            costs = request_costs(cfg, hist["model"].unique())
+            windows = window_comparisons(hist, cfg.drift)
+            per_month = (forecast_requests_per_month(hist, cfg.forecast.horizon_months) if volume == "forecast"
+                         else monthly_requests(hist))
+            findings = price_findings(hist, windows, costs, per_month, cfg.drift.window_days)
+            # by default the last two months the log covers from their first to their last day
+            first_full = (hist["day_utc"].min() - pd.Timedelta(days=1)).to_period("M") + 1
+            after = pd.Period(month_after, "M") if month_after else (
+                (hist["day_utc"].max() + pd.Timedelta(days=1)).to_period("M") - 1)
+            before = pd.Period(month_before, "M") if month_before else after - 1
+            cost_change = {"month_before": str(before), "month_after": str(after)}
+            if month_before or month_after or before >= first_full:
+                parts = cost_change_decomposition(hist, str(before), str(after), costs)
+                cost_change["usd_change"] = dict(zip(parts["component"], parts["usd_change"]))
+            else:
+                cost_change["skipped"] = (f"the log does not cover all of {before} (it starts "
+                                          f"{hist['day_utc'].min():%Y-%m-%d}); pass --month-before/--month-after")
+        except (ValueError, KeyError) as exc:
+            fail(str(exc).strip("'\""))
+        payload = {"volume_source": volume, "windows_compared": int(len(windows)),
+                   "windows_alerting": int(windows["alert"].sum()),
+                   "findings": findings.to_dict("records"), "cost_change": cost_change}
+        if as_json:
+            print_json(payload)
+            return
+        console.print(f"{len(windows)} windows compared ({cfg.drift.window_days} d vs the {cfg.drift.baseline_days} d "
+                      f"before), {payload['windows_alerting']} alerting", highlight=False)
+        table = Table("model", "metric", "change date", "rel. change", "PSI", "GPU·s/request Δ",
+                      "USD/request Δ", "GPUs Δ", "USD/month Δ")
+        for f in payload["findings"]:
+            table.add_row(f["model"], f["metric"], f"{f['change_date']:%Y-%m-%d}", f"{f['relative_change']:+.1%}",
+                          f"{f['psi']:.3f}", f"{f['gpu_seconds_per_request_change']:+.4f}",
+                          f"{f['usd_per_request_change']:+.3g}", f"{f['gpus_change']:+.3g}",
+                          f"{f['usd_per_month_change']:+,.2f}")
+        console.print(table if payload["findings"] else "no drift found")
+        if "usd_change" in cost_change:
+            console.print(f"cost change {cost_change['month_before']} → {cost_change['month_after']} [USD]: " + ", ".join(
+                f"{k} {v:+,.2f}" for k, v in cost_change["usd_change"].items()), highlight=False)
+        else:
+            console.print(f"cost change not computed: {cost_change['skipped']}", highlight=False)

@@ -1,0 +1,118 @@
+"""``capplan profile``: summarise the traffic in the database and optionally write the profile frames."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import typer
+
+from capplan.cli._common import CONFIG_OPTION, DB_OPTION, JSON_OPTION, db_path, fail, load, print_json
+
+_FORMATS = ("csv", "parquet")
+
+
+def _fmt(value: float | int | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _print_summary(s: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Console(width=max(Console().width, 120))  # piped output would wrap at 80 columns
+    out.print(f"[bold]{s['scope']}[/]  {s['span_start']} → {s['span_end']} UTC  "
+              f"({s['hours']} h, {s['gap_hours']} gap h)")
+    out.print(f"requests {_fmt(s['total_requests'])}   avg {_fmt(s['avg_qps'])} req/s   "
+              f"peak hour {_fmt(s['peak_hour_qps'])} req/s   peak second {_fmt(s['peak_second_qps'])} req/s   "
+              f"peak/avg {_fmt(s['peak_to_avg'])}")
+    table = Table(title="tokens per request \\[tokens]: mean / p50 / p90 / p99", title_justify="left")
+    for name in ("model", "requests", "input", "output"):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for model, st in s["models"].items():
+        cells = [" / ".join(_fmt(st[m][k]) for k in ("mean", "p50", "p90", "p99"))
+                 for m in ("input_tokens", "output_tokens")]
+        table.add_row(model, _fmt(st["requests"]), *cells)
+    out.print(table)
+    sli = s["sli"]
+    out.print(f"SLI (TTFT ≤ {sli['ttft_threshold_ms']:g} ms): valid {_fmt(sli['valid_events'])}  "
+              f"good {_fmt(sli['good_events'])}  good fraction {_fmt(sli['good_fraction'], 5)}  "
+              f"success rate {_fmt(sli['success_rate'], 5)}  TTFT p50/p95/p99 "
+              f"{_fmt(sli['ttft_p50_ms'])}/{_fmt(sli['ttft_p95_ms'])}/{_fmt(sli['ttft_p99_ms'])} ms")
+
+
+def _write_frames(con, out: Path, fmt: str, model: str | None, since: datetime | None, cfg) -> list[Path]:
+    """Write every profile frame to ``out/<name>.<fmt>``; returns the paths written."""
+    from capplan import profile
+
+    p = cfg.profile
+    frames = {
+        "hourly_traffic": profile.hourly_traffic(con, model, since, empty_hours=p.empty_hours),
+        "daily_traffic": profile.daily_traffic(con, model, since, empty_hours=p.empty_hours),
+        "weekly_traffic": profile.weekly_traffic(con, model, since, empty_hours=p.empty_hours),
+        "typical_week": profile.typical_week(con, model, since),
+        "token_distribution_day": profile.token_distribution(con, "day", model, since),
+        "hourly_sli": profile.hourly_sli(con, p.ttft_threshold_ms, model, since),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def profile(
+    config: Path | None = CONFIG_OPTION,
+    db: Path | None = DB_OPTION,
+    model: str | None = typer.Option(None, "--model", help="One model (default: all models and '__all__')."),
+    since: datetime | None = typer.Option(None, "--since", help="First UTC date/time to include, e.g. 2026-01-01."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the profile frames into this folder."),
+    fmt: str = typer.Option("csv", "--format", help="Format of the frames written with --out: csv or parquet."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Summarise the traffic: span, requests, average and peak QPS, token percentiles per model, SLI."""
+    import duckdb
+
+    from capplan import profile as stage
+    from capplan.db import DatabaseLockedError, connect
+
+    cfg = load(config)
+    if fmt not in _FORMATS:
+        fail(f"--format must be one of {list(_FORMATS)}, got {fmt!r}", code=2)
+    path = db_path(cfg, db)
+    if not path.is_file():
+        fail(f"database {path} does not exist: run `capplan ingest` first or point --db at one")
+    try:
+        con = connect(path)
+    except DatabaseLockedError as exc:
+        fail(str(exc))
+    try:
+        summary = stage.profile_summary(con, model, since, ttft_threshold_ms=cfg.profile.ttft_threshold_ms,
+                                        empty_hours=cfg.profile.empty_hours)
+        if model is not None and summary["total_requests"] == 0:
+            fail(f"no requests for model {model!r} in {path}")
+        written = _write_frames(con, out, fmt, model, since, cfg) if out is not None else []
+    except (stage.ProfileError, ValueError, duckdb.Error) as exc:
+        fail(str(exc).splitlines()[0])
+    finally:
+        con.close()
+    if as_json:
+        print_json(summary | {"written": [str(p) for p in written]})
+    else:
+        _print_summary(summary)
+        for p in written:
+            typer.echo(f"wrote {p}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``capplan profile`` to the app."""
+    app.command("profile")(profile)

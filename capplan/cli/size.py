@@ -1,0 +1,151 @@
+"""``capplan size``: a what-if fleet calculator, no logs needed (see docs/sizing.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from capplan.cli._common import CONFIG_OPTION, JSON_OPTION, fail, load, print_json
+
+_DTYPES = "fp32, fp16, bf16, fp8, int8 or int4"
+
+
+def format_value(value: object) -> str:
+    """A term's value for a table: thousands separators, about three significant figures."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def _print_table(rows: list[dict], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name, justify in (("term", "left"), ("value", "right"), ("unit", "left"), ("source", "left"), ("note", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for r in rows:
+        table.add_row(r["term"], format_value(r["value"]), r["unit"], r["source"], r["note"])
+    # Wide enough that notes stay on one line when the output is piped (rich falls back to 80 columns).
+    Console(width=max(Console().width, 150)).print(table)
+
+
+def _demand(requests_per_day: float | None, peak_to_avg: float | None, peak_qps: float | None) -> tuple[float | None, float]:
+    """(average QPS or None, peak QPS) from exactly one of --requests-per-day and --peak-qps."""
+    from capplan.sizing import demand
+
+    if (requests_per_day is None) == (peak_qps is None):
+        raise ValueError("give exactly one of --requests-per-day (with --peak-to-avg) and --peak-qps")
+    if peak_qps is not None:
+        return None, peak_qps
+    if peak_to_avg is None:
+        raise ValueError("--requests-per-day needs --peak-to-avg (peak over average request rate)")
+    avg = float(demand.average_qps(requests_per_day))
+    return avg, float(demand.peak_qps(avg, peak_to_avg))
+
+
+def _storage_rows(requests_per_day: float, tokens_per_request: float, bytes_per_token: float,
+                  retention_days: float) -> list[dict]:
+    from capplan.sizing import storage
+
+    per_day = float(storage.request_log_bytes_per_day(requests_per_day, tokens_per_request, bytes_per_token))
+    kept = float(storage.retained_bytes(per_day, retention_days))
+    return [
+        {"term": "request-log bytes per day", "value": per_day / 1e9, "unit": "GB/day", "source": "derived",
+         "note": f"{tokens_per_request:g} tokens × {bytes_per_token:g} B/token (ASSUMED) per request"},
+        {"term": "request logs retained", "value": kept / 1e9, "unit": "GB", "source": "derived",
+         "note": f"{retention_days:g} days of retention"},
+    ]
+
+
+def size(
+    requests_per_day: float | None = typer.Option(None, "--requests-per-day", min=0, help="Requests per day. [requests/day]"),
+    peak_to_avg: float | None = typer.Option(None, "--peak-to-avg", min=1, help="Peak over average request rate. [ratio]"),
+    peak_qps: float | None = typer.Option(None, "--peak-qps", min=0, help="Peak rate, instead of --requests-per-day. [requests/s]"),
+    latency_s: float = typer.Option(..., "--latency-s", min=0, help="Mean end-to-end time per request. [s]"),
+    output_tokens: float = typer.Option(..., "--output-tokens", min=0, help="Mean output tokens per request. [tokens]"),
+    input_tokens: float = typer.Option(0.0, "--input-tokens", min=0, help="Mean prompt tokens per request; adds prefill. [tokens]"),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU catalogue key (default [sizing].gpu), e.g. H100-SXM-80GB."),
+    model: str | None = typer.Option(None, "--model", help="Model catalogue key (default [sizing].model), e.g. llama-3.1-70b."),
+    gpu_output_tokens_per_s: float | None = typer.Option(
+        None, "--gpu-output-tokens-per-s", help="Decode throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]"),
+    gpu_prefill_tokens_per_s: float | None = typer.Option(
+        None, "--gpu-prefill-tokens-per-s", help="Prefill throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]"),
+    seqs_per_gpu: float | None = typer.Option(
+        None, "--seqs-per-gpu", help="Sequences per GPU; overrides the KV-cache calculation. [sequences/GPU]"),
+    kv_tokens: float | None = typer.Option(
+        None, "--kv-tokens", help="Tokens per KV-cache slot, e.g. p95 of input+output (default: the means). [tokens]"),
+    target_utilisation: float | None = typer.Option(None, "--target-utilisation", help="Of throughput and slots. [fraction]"),
+    wait_target_s: float | None = typer.Option(
+        None, "--wait-target-s", min=0, help="Derive the utilisation from a queueing-wait SLO instead (Erlang C). [s]"),
+    wait_percentile: float = typer.Option(0.99, "--wait-percentile", help="Percentile of --wait-target-s. [fraction]"),
+    spares: int | None = typer.Option(None, "--spares", help="N+k spare replicas. [replicas]"),
+    zones: int | None = typer.Option(None, "--zones", help="Zones the fleet spans. [count]"),
+    zones_lost: int | None = typer.Option(None, "--zones-lost", help="Zones whose loss must be survived. [count]"),
+    growth_safety_factor: float | None = typer.Option(None, "--growth-safety-factor", help="Forecast-error multiplier. [ratio]"),
+    rollout_surge_fraction: float | None = typer.Option(None, "--rollout-surge-fraction", help="Deploy surge. [fraction]"),
+    warm_pool_gpus: int | None = typer.Option(None, "--warm-pool-gpus", help="Idle pre-loaded GPUs. [GPUs]"),
+    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", help="GPUs per replica (default: smallest that fits)."),
+    kv_dtype: str | None = typer.Option(None, "--kv-dtype", help=f"KV-cache element type: {_DTYPES}."),
+    weights_dtype: str | None = typer.Option(None, "--weights-dtype", help=f"Weights element type: {_DTYPES}."),
+    memory_reserve_fraction: float | None = typer.Option(
+        None, "--memory-reserve-fraction", help="GPU memory kept from the KV cache. [fraction]"),
+    retention_days: float | None = typer.Option(
+        None, "--retention-days", min=0, help="Also size request-log storage kept this long. [days]"),
+    log_bytes_per_token: float = typer.Option(4.0, "--log-bytes-per-token", min=0, help="Stored bytes per token. [B/token]"),
+    config: Path | None = CONFIG_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Size a GPU fleet from a few numbers: throughput vs KV-cache memory, then headroom."""
+    from capplan.sizing.catalogue import CatalogueError, get_gpu, get_model
+    from capplan.sizing.fleet import size_fleet
+
+    cfg = load(config).sizing
+
+    def pick(flag, setting):
+        return setting if flag is None else flag
+
+    try:
+        average_qps, peak = _demand(requests_per_day, peak_to_avg, peak_qps)
+        gpu_spec = get_gpu(pick(gpu, cfg.gpu), cfg.gpu_catalogue)
+        model_spec = get_model(pick(model, cfg.model), cfg.model_catalogue)
+        result = size_fleet(
+            peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
+            input_tokens_per_request=input_tokens, gpu=gpu_spec, model=model_spec,
+            gpu_output_tokens_per_s=gpu_output_tokens_per_s, gpu_prefill_tokens_per_s=gpu_prefill_tokens_per_s,
+            seqs_per_gpu=seqs_per_gpu, kv_tokens_per_sequence=kv_tokens,
+            target_utilisation=pick(target_utilisation, cfg.target_utilisation),
+            wait_target_s=wait_target_s, wait_percentile=wait_percentile,
+            spares=pick(spares, cfg.spares), zones=pick(zones, cfg.zones), zones_lost=pick(zones_lost, cfg.zones_lost),
+            growth_safety_factor=pick(growth_safety_factor, cfg.growth_safety_factor),
+            rollout_surge_fraction=pick(rollout_surge_fraction, cfg.rollout_surge_fraction),
+            warm_pool_gpus=pick(warm_pool_gpus, cfg.warm_pool_gpus),
+            tensor_parallel=pick(tensor_parallel, cfg.tensor_parallel),
+            kv_dtype=pick(kv_dtype, cfg.kv_dtype), weights_dtype=pick(weights_dtype, cfg.weights_dtype),
+            memory_reserve_fraction=pick(memory_reserve_fraction, cfg.memory_reserve_fraction),
+            kv_block_size_tokens=cfg.kv_block_size_tokens, average_qps=average_qps,
+        )
+        storage = []
+        if retention_days is not None:
+            if requests_per_day is None:
+                raise ValueError("--retention-days needs --requests-per-day")
+            storage = _storage_rows(requests_per_day, input_tokens + output_tokens, log_bytes_per_token, retention_days)
+    except (ValueError, CatalogueError) as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        print_json({**result.to_dict(), "storage": storage})
+        return
+    _print_table(result.rows() + storage, title=f"Fleet sizing: {result.total_gpus} GPUs "
+                 f"({result.binding_constraint} binds)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``capplan size`` to the CLI."""
+    app.command("size")(size)

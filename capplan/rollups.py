@@ -1,0 +1,93 @@
+"""The one read path of the mergeable roll-ups, whether rows came by file ingest or as partitions.
+
+Some of the plan's inputs are roll-ups of ``requests`` that are cheap to compute on read: the
+hourly request mix, KV tokens per sequence, the SLO's per-minute counts and the drift's daily
+token histograms (``sql/<name>.sql`` for each name of :data:`PLAN_INPUTS`). Rows rolled up
+where they live (``capplan.partitioned``) never reach ``requests``: each partition's rows of
+the same roll-up are stored in the table :data:`PLAN_INPUTS` names. Every reader (SLO, drift,
+plan) reads through :func:`rollup_views`, which appends the two, so one code path serves file
+ingest, partitions, or both. This module only reads: it never creates or writes a table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+
+import duckdb
+import pyarrow as pa
+
+from capplan import sql
+
+PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
+               "int_plan_kv_tokens_hourly": "partition_kv_tokens_hourly",
+               "int_slo_minute_rollup": "partition_slo_minute",
+               "int_drift_daily_histogram": "partition_drift_daily_histogram"}
+"""Mergeable roll-up of the plan's other inputs (``sql/<name>.sql`` over ``requests``) -> the per-partition
+table that keeps each partition's rows of it; readers sum the two (:func:`rollup_with_partitions`)."""
+NO_TTFT_THRESHOLD_MS = float("inf")
+"""The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
+
+
+def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: Mapping | None = None) -> pa.Table:
+    """The roll-up ``sql/<query>.sql`` of ``requests``, with every stored partition's rows of it appended.
+
+    One code path for the plan's readers: rows from file ingest and from partitions have the same
+    columns and are summed by key by the reader's SQL (a key may repeat: hours fed by several partitions).
+
+    Parameters
+    ----------
+    query : str
+        A key of :data:`PLAN_INPUTS`.
+    params : mapping, optional
+        The query's bound parameters (filters apply to ``requests`` only; the reader filters the rest).
+    """
+    # a cursor: the caller's connection may hold an unread result, which blocks relations on it
+    with con.cursor() as cur:
+        rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
+        table = PLAN_INPUTS[query]
+        if not _has_table(cur, table):
+            return rows  # a database that never stored partitions
+        # the table name is a fixed value of PLAN_INPUTS, not user input
+        parts = cur.sql(f"select * exclude (partition_id) from {table}").to_arrow_table()  # noqa: S608
+    return pa.concat_tables([rows, parts.cast(rows.schema)])
+
+
+@contextmanager
+def rollup_views(con: duckdb.DuckDBPyConnection,
+                 views: Mapping[str, tuple[str, Mapping]]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of ``con`` on which each ``view`` is :func:`rollup_with_partitions` ``(query, params)``.
+
+    The views vanish with the cursor when the block ends.
+    """
+    with con.cursor() as cur:
+        for view, (query, params) in views.items():
+            cur.register(view, rollup_with_partitions(cur, query, params))
+        yield cur
+
+
+def partition_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> tuple[datetime | None, datetime | None]:
+    """First and last minute with requests (of ``model``, or all) in the stored partitions' SLO roll-ups (UTC).
+
+    ``(None, None)`` without partitions: a min/max over the small per-minute table, not a new roll-up.
+    """
+    table = PLAN_INPUTS["int_slo_minute_rollup"]
+    if not _has_table(con, table):
+        return None, None
+    # the table name is a fixed value of PLAN_INPUTS, not user input
+    return con.execute(f"select min(minute_utc), max(minute_utc) from {table} "  # noqa: S608
+                       "where $model::varchar is null or model = $model::varchar", {"model": model}).fetchone()
+
+
+def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:
+    """The TTFT thresholds the stored partitions' SLO roll-ups hold (``[]`` without partitions). [ms]"""
+    if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):
+        return []
+    return [t for (t,) in con.execute(
+        "select distinct ttft_threshold_ms from partition_slo_minute order by 1").fetchall()]
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(con.execute("select count(*) from duckdb_tables() where table_name = ? and not temporary",
+                            [table]).fetchall()[0][0])

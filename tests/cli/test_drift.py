@@ -1,0 +1,57 @@
+"""Tests for ``capplan drift`` (capplan/commands/drift.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from capplan import sql
+from capplan.cli import app
+from capplan.db import connect
+from capplan.ingest import ensure_tables
+from capplan.sample import Drift, SampleSpec, iter_days
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    """Eight weeks from 1 Feb 2026 at 2,000 requests/day; outputs of llama-3.1-70b +40 % from 10 March."""
+    spec = SampleSpec(start=date(2026, 2, 1), days=59, requests_per_day=2_000, seed=5, incidents=False,
+                      drift=Drift("llama-3.1-70b", "output", datetime(2026, 3, 10, tzinfo=UTC), 1.4))
+    path = tmp_path_factory.mktemp("drift") / "capplan.duckdb"
+    con = connect(path)
+    ensure_tables(con)
+    con.register("generated", pa.concat_tables(c.table for c in iter_days(spec)))
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from generated")
+    con.close()
+    return path
+
+
+def test_json_findings_and_cost_change(db):
+    result = CliRunner().invoke(app, ["drift", "--db", str(db), "--json", "--volume", "recent"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    (finding,) = out["findings"]
+    assert (finding["model"], finding["metric"]) == ("llama-3.1-70b", "output_tokens")
+    assert "2026-03-03" <= finding["change_date"][:10] <= "2026-03-17"
+    assert finding["relative_change"] == pytest.approx(0.4, abs=0.08)
+    assert finding["usd_per_request_change"] > 0
+    change = out["cost_change"]  # February and March are both fully covered
+    assert (change["month_before"], change["month_after"]) == ("2026-02", "2026-03")
+    parts = change["usd_change"]
+    assert sum(v for k, v in parts.items() if k != "total") == pytest.approx(parts["total"], rel=1e-9)
+    assert parts["output_length"] > 0
+
+
+def test_human_output_and_errors(db, tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(app, ["drift", "--db", str(db), "--volume", "recent"])
+    assert ok.exit_code == 0 and "1 alerting" in ok.output and "cost change 2026-02" in ok.output
+    bad = runner.invoke(app, ["drift", "--db", str(db), "--volume", "guess"])
+    assert bad.exit_code == 1 and "--volume 'guess'" in bad.output
+    empty_month = runner.invoke(app, ["drift", "--db", str(db), "--volume", "recent", "--month-after", "2027-05"])
+    assert empty_month.exit_code == 1 and "no served requests in" in empty_month.output
+    assert "Traceback" not in empty_month.output

@@ -1,0 +1,66 @@
+"""Tests for ``capplan forecast`` (capplan/commands/forecast.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from capplan import sql
+from capplan.cli import app
+from capplan.db import connect
+from capplan.ingest import ensure_tables
+from capplan.profile import refresh_rollups
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    """Three weeks of one model: 5-35 requests per hour on a daily cycle, and a 5-hour logging gap."""
+    path = tmp_path_factory.mktemp("forecast") / "capplan.duckdb"
+    con = connect(path)
+    ensure_tables(con)
+    con.execute("""
+        insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id)
+        select timestamp '2026-03-02' + h * interval 1 hour + k * interval 1 second,
+               100 + h % 7, 10, 'm', 200, 200, 900, null, null, null, 1
+        from range(21 * 24) a(h), range(60) b(k)
+        where k < 20 + 15 * sin(2 * pi() * h / 24)
+          and not (h >= 10 * 24 + 3 and h < 10 * 24 + 8)""")
+    refresh_rollups(con)  # the command opens the database read-only
+    con.close()
+    return path
+
+
+@pytest.mark.slow
+def test_json_reports_each_target(db):
+    result = CliRunner().invoke(app, ["forecast", "--db", str(db), "--horizon-days", "3", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out) == {"requests_per_day", "peak_hour_qps", "input_tokens_mean", "output_tokens_mean",
+                        "hourly_avg_qps"}
+    assert len(out["requests_per_day"]["forecast"]) == 3
+    assert len(out["hourly_avg_qps"]["forecast"]) == 72
+    assert out["hourly_avg_qps"]["forecast"][0]["period"].startswith("2026-03-23 00:00")
+    daily = out["requests_per_day"]
+    assert daily["unit"] == "requests/day"
+    assert daily["model"] in {**daily["candidates_backtest"], daily["model"]: 0}
+    # every day holds the same 24-hour cycle, so the forecast is that day's count (the gap day is filled)
+    per_day = sum(min(60, math.ceil(20 + 15 * math.sin(2 * math.pi * h / 24))) for h in range(24))
+    assert daily["forecast"][0]["mean"] == pytest.approx(per_day, rel=0.02)
+    assert out["output_tokens_mean"]["forecast"][0]["mean"] == pytest.approx(10, rel=1e-6)
+    for row in daily["forecast"]:
+        assert row["lo_80"] <= row["mean"] <= row["hi_80"]
+
+
+def test_human_output_and_errors(db, tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["forecast", "--db", str(tmp_path / "none.duckdb")])
+    assert missing.exit_code == 1 and "does not exist" in missing.output
+    unknown = runner.invoke(app, ["forecast", "--db", str(db), "--model", "nope"])
+    assert unknown.exit_code == 1 and "no traffic for model 'nope'" in unknown.output
+    assert "Traceback" not in unknown.output
+    ok = runner.invoke(app, ["forecast", "--db", str(db), "--horizon-days", "2"])
+    assert ok.exit_code == 0, ok.output
+    assert "requests_per_day" in ok.output and "backtest  MASE" in ok.output and "candidates (MASE)" in ok.output

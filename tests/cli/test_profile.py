@@ -1,0 +1,66 @@
+"""`capplan profile` end to end on a small DuckDB file."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from capplan import sql
+from capplan.cli import app
+from capplan.db import connect
+from capplan.ingest import ensure_tables
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "capplan.duckdb"
+    con = connect(path)
+    ensure_tables(con)
+    con.executemany(
+        "insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, file_id)"
+        " values (?, ?, ?, ?, ?, ?, ?, 1)",
+        [("2026-03-01 10:00:00", 100, 10, "a", 200, 100.0, 1000.0),
+         ("2026-03-01 10:00:00.5", 300, 30, "b", 200, 3000.0, 5000.0),
+         ("2026-03-01 12:00:00", 200, 20, "a", 503, 50.0, 100.0)],
+    )
+    con.close()
+    return path
+
+
+def test_json_summary_and_frames(db, tmp_path):
+    out = tmp_path / "frames"
+    result = runner.invoke(app, ["profile", "--db", str(db), "--json", "--out", str(out), "--format", "parquet"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["total_requests"] == 3 and summary["gap_hours"] == 1
+    assert summary["span_start"] == "2026-03-01T10:00:00" and summary["span_end"] == "2026-03-01T13:00:00"
+    assert summary["peak_second_qps"] == 2.0
+    assert set(summary["models"]) == {"__all__", "a", "b"}
+    # default threshold 2000 ms: b's 3000 ms TTFT is bad, a's 503 is bad
+    assert (summary["sli"]["valid_events"], summary["sli"]["good_events"]) == (3, 1)
+    hourly = pd.read_parquet(out / "hourly_traffic.parquet")
+    assert hourly["is_gap"].sum() == 2  # hour 11 for '__all__' and for 'a'
+    assert len(summary["written"]) == 6
+
+
+def test_text_summary_for_one_model(db):
+    result = runner.invoke(app, ["profile", "--db", str(db), "--model", "a", "--since", "2026-03-01"])
+    assert result.exit_code == 0, result.output
+    assert "requests 2" in result.stdout and "SLI" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--db", "{missing}"], "does not exist"),
+    (["--db", "{db}", "--model", "nope"], "no requests for model 'nope'"),
+    (["--db", "{db}", "--format", "xlsx"], "--format must be one of"),
+])
+def test_errors_are_one_line(db, tmp_path, args, message):
+    args = [a.format(db=db, missing=tmp_path / "missing.duckdb") for a in args]
+    result = runner.invoke(app, ["profile", *args])
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output

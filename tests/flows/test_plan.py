@@ -1,0 +1,160 @@
+"""End to end: ``monthly_capacity_plan`` on generated logs, under one session Prefect harness.
+
+The report's numbers are checked against the stage functions called directly
+(``sizing.fleet.size_fleet``, ``sizing.cost_plan.plan_range``) on the same
+inputs: the forecast the run wrote (``forecast.csv``) and the request mix
+measured from the same database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+from typer.testing import CliRunner
+
+from capplan import plan
+from capplan.cli import app
+from capplan.config import CapplanConfig, load_config
+from capplan.db import connect
+from capplan.profile import hourly_traffic
+from capplan.flows import tasks
+from capplan.flows.plan import monthly_capacity_plan
+from capplan.sizing.catalogue import get_gpu, get_model
+from capplan.sizing.cost.plan import plan_range
+from capplan.sizing.cost.prices import load_price_book
+from capplan.sizing.fleet import size_fleet
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def _stage_results(cfg, folder):
+    """GPUs and cost per month from the stage functions, given the run's forecast and measured mix."""
+    fc = pd.read_csv(folder / "forecast.csv", index_col="hour_utc", parse_dates=True)
+    with connect(cfg.database.path, read_only=True) as con:
+        hourly = hourly_traffic(con, model="__all__")
+        m = plan.measure_inputs(con, hourly, cfg)
+    s = cfg.sizing
+    gpu, model = get_gpu(s.gpu, s.gpu_catalogue), get_model(s.model, s.model_catalogue)
+
+    def fleet(qps: float) -> int:
+        return size_fleet(peak_qps=qps, latency_s=m.latency_s, output_tokens_per_request=m.output_tokens_per_request,
+                          input_tokens_per_request=m.input_tokens_per_request, gpu=gpu, model=model,
+                          target_utilisation=s.target_utilisation, spares=s.spares, zones=s.zones,
+                          zones_lost=s.zones_lost, growth_safety_factor=s.growth_safety_factor,
+                          rollout_surge_fraction=s.rollout_surge_fraction, warm_pool_gpus=s.warm_pool_gpus,
+                          tensor_parallel=s.tensor_parallel, kv_dtype=s.kv_dtype, weights_dtype=s.weights_dtype,
+                          memory_reserve_fraction=s.memory_reserve_fraction,
+                          kv_block_size_tokens=s.kv_block_size_tokens,
+                          kv_tokens_per_sequence=m.kv_tokens_per_sequence).total_gpus
+
+    months = fc.index.to_period("M").astype(str)
+    planned = sorted(set(months))[-cfg.forecast.horizon_months:]
+    part = fc[np.isin(months, planned)]
+    need = {lv: np.array([fleet(m.burst_ratio * q) for q in part[col]], dtype=float)
+            for lv, col in (("P10", "lo_80"), ("P50", "mean"), ("P90", "hi_80"))}
+    prices = load_price_book(cfg.cost.price_book).gpu(s.gpu).option_prices(cfg.cost.reserved_term)
+    costs = plan_range(part.index.to_numpy().astype("datetime64[h]"), need, commit_level="P50",
+                       gpu_type=s.gpu, prices=prices)
+    gpus = {lv: pd.Series(v, index=part.index).groupby(months[np.isin(months, planned)]).max()
+            for lv, v in need.items()}
+    return planned, gpus, costs
+
+
+def test_report_headline_equals_the_stage_functions(planned_report):
+    folder, cfg = planned_report
+    budget = pd.read_csv(folder / "budget.csv")
+    planned, gpus, costs = _stage_results(cfg, folder)
+    assert budget["Month"].tolist() == planned == [folder.name, str(pd.Period(folder.name) + 1)]
+    assert budget["GPUs P50"].tolist() == gpus["P50"].astype(int).tolist()
+    assert budget["GPUs P90"].tolist() == gpus["P90"].astype(int).tolist()
+    for level, column in (("P50", "Total cost [USD]"), ("P10", "Total cost P10 [USD]"), ("P90", "Total cost P90 [USD]")):
+        expected = [mc.total_cost_usd for mc in costs[level].months]
+        assert budget[column].to_numpy() == pytest.approx(expected, abs=0.01)  # CSV rounds to cents
+    html = (folder / "report.html").read_text()
+    assert f'id="reserved">{costs["P50"].reserved_gpus}<' in html
+    first = budget.iloc[0]
+    assert f"<td>{first['Month']}</td><td class=\"num\">{first['GPUs P50']}</td>" in html
+
+
+def test_finance_files_open_with_pandas_and_add_up(planned_report):
+    folder, _ = planned_report
+    csv = pd.read_csv(folder / "budget.csv")
+    xlsx = pd.read_excel(folder / "budget.xlsx", sheet_name="budget")
+    pd.testing.assert_frame_equal(csv, xlsx, check_dtype=False)
+    cost_cols = [c for c in csv.columns if c.startswith("Cost ")]
+    hour_cols = [c for c in csv.columns if c.startswith("GPU-hours ")]
+    assert len(cost_cols) == len(hour_cols) == 3
+    for table in (csv, xlsx):
+        assert all(pd.api.types.is_numeric_dtype(table[c]) for c in cost_cols + hour_cols + ["GPUs P50"])
+        assert table[cost_cols].sum(axis=1).to_numpy() == pytest.approx(table["Total cost [USD]"], abs=0.03)
+        assert (table["Total cost P10 [USD]"] <= table["Total cost P90 [USD]"]).all()
+    # Reserved GPU-hours are the commitment times the hours of each month.
+    hours = np.array([pd.Period(m).days_in_month * 24 for m in csv["Month"]])
+    reserved = csv["GPU-hours reserved [GPU-h]"].to_numpy() / hours
+    assert np.allclose(reserved, reserved[0]) and float(reserved[0]).is_integer()
+
+
+def test_report_folder_holds_every_output_and_the_resolved_config(planned_report):
+    folder, cfg = planned_report
+    names = {p.name for p in folder.iterdir()}
+    assert {"report.html", "report.md", "budget.csv", "budget.xlsx", "config.json", "forecast.csv", "charts"} <= names
+    assert len(list((folder / "charts").glob("*.png"))) == 7 + len(cfg.slos)
+    resolved = CapplanConfig.model_validate_json((folder / "config.json").read_text())
+    assert resolved == cfg
+    md = (folder / "report.md").read_text()
+    assert "## Assumptions" in md and "| measured |" in md and "| assumed |" in md
+
+
+def _artifacts(key: str) -> list:
+    """Every version of the artifact ``key``: other plans of the same month (the partitioned plan's
+    test) publish under the same key, so the latest is not necessarily this fixture's."""
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+
+
+def test_artifacts_are_published(planned_report):
+    folder, _ = planned_report
+    key = f"capacity-plan-{folder.name}"
+    ours = [a for a in _artifacts(key) if str(folder / "report.html") in a.data]
+    assert ours  # the CLI re-run test below publishes a second version for the same folder
+    summary = ours[0]
+    assert summary.type == "markdown" and "## Headline" in summary.data
+    assert "charts/" not in summary.data  # no broken images
+    tables = _artifacts(f"{key}-budget")
+    assert tables and all(t.type == "table" for t in tables)
+
+
+def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_report):
+    folder, cfg = planned_report
+    with connect(cfg.database.path, read_only=True) as con:
+        before = con.execute("select (select count(*) from requests), (select count(*) from ingest_ledger)").fetchone()
+    budget_before = pd.read_csv(folder / "budget.csv")
+    config_file = folder.parent.parent / "capplan.toml"
+    result = CliRunner().invoke(app, ["plan", "--config", str(config_file), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["report_dir"] == str(folder)
+    for stage in tasks.STAGES:  # one progress row per stage
+        assert re.search(rf"✓ {re.escape(stage)}\s+\d+\.\d s", result.stderr), stage
+    with connect(cfg.database.path, read_only=True) as con:
+        after = con.execute("select (select count(*) from requests), (select count(*) from ingest_ledger)").fetchone()
+    assert after == before
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "budget.csv"), budget_before)
+
+
+def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_plan_config, tmp_path):
+    cfg = load_config(write_plan_config(tmp_path, [str(tmp_path / "nothing-*.parquet")]))
+    seen = []
+    with tasks.stage_listener(lambda stage, state, seconds, message: seen.append((stage, state, message))):
+        state = monthly_capacity_plan(cfg, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(Exception, match="empty|no traffic|ingest"):
+        state.result()
+    failed = [s for s in seen if s[1] == "Failed"]
+    assert failed and failed[0][0] == "profile"
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,283 @@
+"""Tests for forecasting.forecast: contract, edge cases, model variants, intervals."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capplan.forecasting import MODELS, ForecastFrame, ShortHistoryWarning, fit, forecast, forecast_monthly
+
+# Cheap candidates keep most tests under a second; the full default set is exercised once below.
+FAST = ("seasonal_naive", "seasonal_profile", "theta")
+
+
+def hourly(days: int = 21, level: float = 100.0, noise: float = 0.1, seed: int = 0, trend_per_day: float = 0.0) -> pd.Series:
+    """Hourly traffic with a daily cycle (peak ~2x trough) and log-normal noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * 24)
+    shape = np.exp(0.35 * np.sin(2 * np.pi * t / 24))
+    values = level * shape * (1 + trend_per_day * t / 24) * rng.lognormal(0, noise, t.size)
+    return pd.Series(values, index=pd.date_range("2026-01-05", periods=t.size, freq="h"))
+
+
+def test_contract_columns_index_and_attrs():
+    y = hourly()
+    fc = forecast(y, horizon=48, season_lengths=(24,), levels=(80, 95), candidates=FAST)
+    assert list(fc.columns) == ["mean", "lo_80", "hi_80", "lo_95", "hi_95"]
+    assert len(fc) == 48
+    assert fc.index[0] == y.index[-1] + pd.Timedelta(hours=1)
+    assert fc.index.freqstr == "h"
+    ForecastFrame.validate(fc)
+    scores = fc.attrs["backtest"]["scores"]
+    assert set(FAST) <= set(scores)
+    assert fc.attrs["model"] in scores
+    assert fc.attrs["interval_method"].startswith("normalised split-conformal")
+    assert fc.attrs["transform"] == "log"
+
+
+def test_range_index_continues():
+    y = hourly().reset_index(drop=True)
+    fc = forecast(y, horizon=5, season_lengths=(24,), candidates=FAST)
+    assert list(fc.index) == list(range(len(y), len(y) + 5))
+
+
+def test_golden_periodic_series_is_forecast_exactly():
+    # A noise-free daily cycle: every seasonal candidate continues it exactly, so errors are 0.
+    t = np.arange(24 * 14)
+    y = pd.Series(10 + 5 * np.sin(2 * np.pi * t / 24))
+    fc = forecast(y, horizon=24, season_lengths=(24,), candidates=("seasonal_naive", "seasonal_profile"))
+    expected = 10 + 5 * np.sin(2 * np.pi * np.arange(24 * 14, 24 * 15) / 24)
+    np.testing.assert_allclose(fc["mean"], expected, atol=1e-9)
+    np.testing.assert_allclose(fc["hi_95"] - fc["lo_95"], 0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_each_candidate_tracks_a_seasonal_series(name):
+    # Every candidate, on the log scale, should land within 25 % of the true hourly shape.
+    y = hourly(days=21, noise=0.02)
+    z = np.log(y.to_numpy())
+    pred = np.exp(MODELS[name](z, 24, (24, 168)))
+    truth = 100 * np.exp(0.35 * np.sin(2 * np.pi * np.arange(21 * 24, 22 * 24) / 24))
+    tolerance = 0.8 if name == "naive" else 0.25  # the random walk ignores the cycle
+    assert pred.shape == (24,)
+    assert np.max(np.abs(pred / truth - 1)) < tolerance
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("seasons", [(), (24,), (24, 168)])
+def test_each_candidate_handles_short_and_flat_input(name, seasons):
+    for z in (np.full(10, 2.0), np.linspace(0, 1, 30)):
+        out = MODELS[name](z, 7, seasons)
+        assert out.shape == (7,) and np.all(np.isfinite(out))
+
+
+def test_all_zero_series_forecasts_zero():
+    fc = forecast(pd.Series(np.zeros(24 * 5)), horizon=12, season_lengths=(24,))
+    assert (fc.to_numpy() == 0).all()
+    assert fc.attrs["transform"] == "none"
+
+
+def test_constant_series_forecasts_the_constant():
+    fc = forecast(pd.Series(np.full(200, 7.5)), horizon=10, levels=(80,))
+    np.testing.assert_allclose(fc["mean"], 7.5)
+    np.testing.assert_allclose(fc["hi_80"] - fc["lo_80"], 0, atol=1e-9)
+
+
+def test_short_history_warns_and_uses_simple_models():
+    y = hourly(days=1)[:30]
+    with pytest.warns(ShortHistoryWarning, match="fewer than two seasons of \\[24\\]"):
+        fc = forecast(y, horizon=6, season_lengths=(24,))
+    assert fc.attrs["season_lengths"] == []
+    assert (fc["mean"] >= 0).all()
+
+
+def test_gaps_are_filled_from_the_previous_day():
+    y = hourly(noise=0.01)
+    y.iloc[-60:-40] = np.nan  # a 20-hour logging gap near the end
+    y.iloc[100] = np.nan
+    fc = forecast(y, horizon=24, season_lengths=(24,), candidates=FAST)
+    assert fc.attrs["gaps_filled"] == 21
+    truth = 100 * np.exp(0.35 * np.sin(2 * np.pi * np.arange(len(y), len(y) + 24) / 24))
+    assert np.max(np.abs(fc["mean"] / truth - 1)) < 0.1
+
+
+def test_incident_spike_is_damped():
+    clean = hourly(noise=0.02)
+    spiky = clean.copy()
+    spiky.iloc[-30:-27] *= 20  # a 3-hour incident burst in the last two days
+    fc_clean = forecast(clean, horizon=24, season_lengths=(24,), candidates=FAST)
+    fc_spiky = forecast(spiky, horizon=24, season_lengths=(24,), candidates=FAST)
+    assert fc_spiky.attrs["outliers_replaced"] >= 3
+    np.testing.assert_allclose(fc_spiky["mean"], fc_clean["mean"], rtol=0.1)
+
+
+def test_level_shift_is_followed():
+    y = hourly(days=21, noise=0.02)
+    y.iloc[-72:] *= 2  # traffic doubled three days ago
+    fc = forecast(y, horizon=24, season_lengths=(24,), candidates=FAST)
+    truth = 200 * np.exp(0.35 * np.sin(2 * np.pi * np.arange(len(y), len(y) + 24) / 24))
+    assert np.median(fc["mean"] / truth) == pytest.approx(1.0, rel=0.15)
+
+
+def test_seasonality_is_detected_for_hourly_data():
+    fc = forecast(hourly(days=28), horizon=24, candidates=FAST)
+    assert 24 in fc.attrs["season_lengths"]
+
+
+def test_reproducible():
+    y = hourly(seed=3)
+    a = forecast(y, horizon=24, season_lengths=(24,), candidates=FAST)
+    b = forecast(y, horizon=24, season_lengths=(24,), candidates=FAST)
+    pd.testing.assert_frame_equal(a, b)
+    assert a.attrs == b.attrs
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"horizon": 0}, "horizon must be a positive"),
+        ({"horizon": 5, "levels": (80, 100)}, "levels must be percentages"),
+        ({"horizon": 5, "candidates": ("prophet",)}, "unknown candidate"),
+        ({"horizon": 5, "season_lengths": (1,)}, "season_lengths must be integers >= 2"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        forecast(hourly(days=3), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("y", "message"),
+    [
+        (pd.Series([1.0, -2.0, 3.0, 4.0]), "non-negative; found -2.0 at 1"),
+        (pd.Series([1.0, np.nan, np.nan]), "at least 3 observed values"),
+        (pd.Series([1.0, 2.0, 3.0], index=pd.to_datetime(["2026-01-01 00:00", "2026-01-02 00:00", "2026-01-04 05:00"])), "no regular frequency"),
+        (pd.Series(["a", "b", "c"]), "numeric"),
+        ([1.0, 2.0, 3.0], "pandas Series"),
+    ],
+)
+def test_bad_series_raise(y, message):
+    with pytest.raises(ValueError, match=message):
+        forecast(y, horizon=3)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(st.floats(0, 1e6, allow_nan=False), min_size=3, max_size=80),
+    levels=st.lists(st.integers(1, 99), min_size=1, max_size=3, unique=True),
+    horizon=st.integers(1, 30),
+)
+def test_intervals_are_ordered_nested_and_never_negative(values, levels, horizon):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ShortHistoryWarning)
+        fc = forecast(pd.Series(values), horizon=horizon, season_lengths=(7,), levels=levels, candidates=FAST)
+    ForecastFrame.validate(fc)  # lo <= mean <= hi, nested levels, >= 0
+    assert (fc.to_numpy() >= 0).all() and len(fc) == horizon
+
+
+def test_intervals_widen_with_level():
+    fc = forecast(hourly(), horizon=48, season_lengths=(24,), levels=(50, 80, 95), candidates=FAST)
+    width = {lv: (fc[f"hi_{lv}"] - fc[f"lo_{lv}"]).mean() for lv in (50, 80, 95)}
+    assert 0 < width[50] < width[80] < width[95]
+
+
+@pytest.mark.slow
+def test_coverage_near_nominal_on_series_with_known_noise():
+    # 40 series with log-normal noise (sigma 0.15): 80 % intervals must cover 70-90 % of
+    # held-out values and 95 % intervals 88-99 % (tolerance for 40 x 24 correlated points).
+    hits80, hits95, total = 0, 0, 0
+    for seed in range(40):
+        y = hourly(days=15, noise=0.15, seed=seed, trend_per_day=0.01)
+        train, test = y[:-24], y[-24:].to_numpy()
+        fc = forecast(train, horizon=24, season_lengths=(24,), candidates=FAST)
+        hits80 += int(((test >= fc["lo_80"]) & (test <= fc["hi_80"])).sum())
+        hits95 += int(((test >= fc["lo_95"]) & (test <= fc["hi_95"])).sum())
+        total += test.size
+    assert 0.70 <= hits80 / total <= 0.90
+    assert 0.88 <= hits95 / total <= 0.99
+
+
+@pytest.mark.slow
+def test_default_candidates_on_two_seasons():
+    y = hourly(days=35, noise=0.05, seed=1)
+    # three calibration origins (the choice windows) keep this test about candidates, not calibration
+    result = fit(y, horizon=48, season_lengths=(24, 168), calibration_windows=3)
+    assert result.seasons == (24, 168)
+    assert len(result.info["backtest"]["scores"]) >= 9  # 8 candidates and the combination
+    assert all(np.isfinite(s["mase"]) for s in result.info["backtest"]["scores"].values())
+    assert 0.5 <= result.info["coverage"]["80"] <= 1.0
+
+
+def daily(days: int = 240, seed: int = 0) -> pd.Series:
+    """Daily requests with a weekly cycle (weekends 30 % lower) and 0.1 %/day growth."""
+    rng = np.random.default_rng(seed)
+    index = pd.date_range("2025-09-01", periods=days, freq="D")
+    t = np.arange(days)
+    weekly = np.where(index.day_of_week >= 5, 0.7, 1.0)
+    return pd.Series(1e6 * weekly * (1 + 0.001 * t) * rng.lognormal(0, 0.05, days), index=index)
+
+
+def test_monthly_totals_sum_daily_means():
+    y = daily()
+    fm = forecast_monthly(y, months=2, candidates=FAST)
+    assert list(fm.index) == list(pd.date_range("2026-05-01", periods=2, freq="MS"))
+    days_may = 31
+    # May 2026 mean daily level ~1e6 * 0.914 (weekday mix) * growth; the total should be near 31x that.
+    assert fm["mean"].iloc[0] == pytest.approx(days_may * 1e6 * (23 + 8 * 0.7) / 31 * 1.25, rel=0.1)
+    ForecastFrame.validate(fm)
+    assert fm.attrs["interval_method"].startswith("sum of daily point forecasts")
+
+
+def test_monthly_interval_is_narrower_than_summed_daily_bounds():
+    y = daily(seed=2)
+    fm = forecast_monthly(y, months=1, candidates=FAST)
+    last = y.index[-1]
+    horizon = (pd.Timestamp("2026-06-01") - last).days - 1
+    fd = forecast(y, horizon=horizon, candidates=FAST)
+    may = fd.loc["2026-05"]
+    assert fm["hi_80"].iloc[0] - fm["lo_80"].iloc[0] < (may["hi_80"] - may["lo_80"]).sum()
+
+
+def test_monthly_needs_daily_data():
+    with pytest.raises(ValueError, match="daily series"):
+        forecast_monthly(hourly(), months=1)
+
+
+@pytest.mark.parametrize("method", ["window_cv_recent", "window_cv", "pooled"])
+def test_every_interval_method_gives_a_valid_frame_and_says_so(method):
+    fc = forecast(hourly(), horizon=24, season_lengths=(24,), candidates=FAST, interval_method=method)
+    ForecastFrame.validate(fc)
+    assert fc.attrs["interval_method"].startswith("normalised split-conformal")
+    assert set(fc.attrs["quantile_levels"]) == {"80", "95"}
+    assert fc.attrs["quantile_levels"]["80"] >= 80
+
+
+def test_unknown_interval_method_raises():
+    with pytest.raises(ValueError, match="unknown interval_method 'bootstrap'"):
+        forecast(hourly(days=3), horizon=5, interval_method="bootstrap")
+
+
+def test_calibration_uses_older_origins_than_the_choice():
+    # 21 days are trimmed to the last 10 cycles (240 h); horizon 24: the choice rests on origins
+    # 192, 204, 216 (12 h apart); calibration adds older ones while half the history (120 h) is
+    # left to fit on: 120, 132, ..., 216, nine windows
+    result = fit(hourly(), horizon=24, season_lengths=(24,), candidates=FAST)
+    chosen, calibration = result.info["backtest"], result.info["calibration"]
+    assert chosen["train_lengths"] == [192, 204, 216]
+    assert calibration["train_lengths"] == list(range(120, 217, 12))
+    assert result.backtest_errors.shape == (9, 24)
+
+
+def test_back_transform_never_overflows():
+    # a diverged log-scale forecast is clipped 10^6 x above the history's maximum, without a warning
+    result = fit(hourly(), horizon=6, season_lengths=(24,), candidates=FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = result.to_y(np.array([1e4, np.log(50.0)]))
+    assert y[0] == pytest.approx(np.exp(result.z.max()) * 1e6)
+    assert y[1] == pytest.approx(50.0)

@@ -1,0 +1,151 @@
+"""Tests for the forecasting building blocks: metrics, preparation, backtest windows, intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from capplan.forecasting import backtest, intervals, prepare
+from capplan.forecasting.metrics import coverage, mase, mase_scale, smape
+
+
+def test_smape_worked_example():
+    # terms: 200*|100-110|/210 = 9.5238, 200*|50-40|/90 = 22.2222, 0/0 -> 0; mean 10.582 %
+    assert smape([100, 50, 0], [110, 40, 0]) == pytest.approx((2000 / 210 + 2000 / 90) / 3, abs=1e-12)
+
+
+def test_mase_worked_example():
+    y = np.array([1.0, 2, 3, 1, 2, 3, 1, 2, 4])  # seasonal (3) differences: 0,0,0,0,0,1 -> scale 1/6
+    scale = mase_scale(y, 3)
+    assert scale == pytest.approx(1 / 6)
+    assert mase([1, 2, 3], [1, 2, 4], scale) == pytest.approx((1 / 3) / (1 / 6))
+    assert mase_scale(np.full(10, 5.0), 3) == 1.0  # flat history: scale 1, MASE stays finite
+
+
+def test_coverage_counts_bounds_inclusive():
+    assert coverage([1, 2, 3, 4], [1, 0, 0, 5], [1, 1, 3, 6]) == 0.5
+
+
+def test_cutoffs_step_back_from_the_end_and_respect_min_train():
+    assert backtest.cutoffs(100, 10, 3, 5, 50) == [80, 85, 90]
+    assert backtest.cutoffs(100, 10, 5, 20, 50) == [50, 70, 90]
+    assert backtest.cutoffs(20, 10, 3, 5, 50) == []
+
+
+def test_fill_gaps_takes_the_previous_season():
+    values = np.array([1.0, 2, 3, 1, np.nan, 3, 1, 2, np.nan])
+    np.testing.assert_array_equal(prepare.fill_gaps(values, 3), [1, 2, 3, 1, 2, 3, 1, 2, 3])
+
+
+def test_damp_outliers_replaces_a_spike_but_keeps_a_level_shift():
+    rng = np.random.default_rng(0)
+    base = np.tile(np.sin(2 * np.pi * np.arange(24) / 24), 14) + rng.normal(0, 0.05, 24 * 14)
+    spiky = base.copy()
+    spiky[100:102] += 5
+    cleaned, n = prepare.damp_outliers(spiky, 24)
+    assert 2 <= n <= 4 and np.max(np.abs(cleaned[100:102] - base[100:102])) < 0.3
+    shifted = base.copy()
+    shifted[-30:] += 5
+    kept, n_shift = prepare.damp_outliers(shifted, 24)
+    np.testing.assert_array_equal(kept[-30:], shifted[-30:])
+
+
+def test_detect_seasons_prefers_the_week_over_its_harmonics_on_a_range_index():
+    t = np.arange(24 * 7 * 6)
+    z = np.sin(2 * np.pi * t / 24) + 0.8 * ((t // 24) % 7 >= 5) + np.random.default_rng(1).normal(0, 0.1, t.size)
+    seasons = prepare.detect_seasons(z, pd.RangeIndex(t.size))
+    assert 24 in seasons and 168 in seasons and 12 not in seasons and 7 not in seasons
+
+
+def test_detect_seasons_finds_none_in_noise():
+    z = np.random.default_rng(2).normal(size=500)
+    assert prepare.detect_seasons(z, pd.date_range("2026-01-01", periods=500, freq="h")) == ()
+
+
+@settings(max_examples=40, deadline=None)
+@given(errors=arrays(float, st.tuples(st.integers(1, 5), st.integers(1, 30)), elements=st.floats(-1e3, 1e3)),
+       horizon=st.integers(1, 60))
+def test_conformal_offsets_are_nested_and_straddle_zero(errors, horizon):
+    out = intervals.conformal_offsets(errors, horizon, [50, 80, 95])
+    for lv in (50, 80, 95):
+        lo, hi = out[lv]
+        assert lo.shape == hi.shape == (horizon,)
+        assert np.all(lo <= 0) and np.all(hi >= 0)
+    assert np.all(out[95][0] <= out[80][0]) and np.all(out[80][1] <= out[95][1])
+
+
+def test_step_scale_never_falls_and_grows_as_sqrt_beyond_the_backtest():
+    errors = np.array([[1.0, -2, 1, 3], [-1, 2, -1, 1]])
+    scale = intervals.step_scale(errors, 16)
+    assert np.all(np.diff(scale) >= 0)
+    assert scale[15] == pytest.approx(scale[3] * np.sqrt(16 / 4))
+
+
+def test_conformal_quantiles_golden():
+    # n = 9 errors 1..9, level 80: rank ceil(10 * 0.9) = 9 -> upper 9; lower mirrors to 1, clipped to <= 0 -> 0
+    lo, hi = intervals.conformal_quantiles(np.arange(1.0, 10.0), 80)
+    assert (float(lo), float(hi)) == (0.0, 9.0)
+    lo, hi = intervals.conformal_quantiles(np.arange(-4.0, 5.0), 50)  # rank ceil(10 * 0.75) = 8 -> 3
+    assert (float(lo), float(hi)) == (-3.0, 3.0)
+
+
+def test_window_adjusted_level_keeps_nominal_when_windows_agree():
+    # every window errs by -1 then +1: leaving one out still covers it fully at 80 %
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [-1.0, 1.0]])
+    assert intervals.window_adjusted_level(errors, 80) == 80.0
+
+
+def test_window_adjusted_level_goes_to_the_largest_error_when_no_level_covers():
+    # windows err by 1, 2, 3 everywhere: the 3-window is never covered by the others' errors
+    # (at most 2), so leave-one-out coverage is 2/3 < 80 % at every level
+    errors = np.repeat([[1.0], [2.0], [3.0]], 4, axis=1)
+    assert intervals.cross_validated_coverage(errors, 99.99) == pytest.approx(2 / 3)
+    assert intervals.window_adjusted_level(errors, 80) == pytest.approx(100, abs=1e-5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(errors=arrays(float, st.tuples(st.integers(2, 6), st.integers(1, 12)), elements=st.floats(-10, 10)),
+       level=st.sampled_from([50, 80, 95]))
+def test_window_adjusted_level_reaches_nominal_cross_validated_coverage(errors, level):
+    used = intervals.window_adjusted_level(errors, level)
+    assert level <= used < 100
+    assert intervals.cross_validated_coverage(errors, used) >= level / 100 or used > 99.99
+
+
+def test_recent_window_factor_golden():
+    # older windows [-1, 1] twice: window-CV keeps 80 % and the offsets are -1 / +1 (scale 1);
+    # the recent window errs +2 and -0.5, needing factors 2 and 0.5; 80 % of 2 errors -> the 2nd -> 2
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [2.0, -0.5]])
+    assert intervals.recent_window_factor(errors, 80) == pytest.approx(2.0)
+    assert intervals.recent_window_factor(errors, 50) == 1.0  # 0.5 needed: never narrowed
+    assert intervals.recent_window_factor(errors[:2], 80) == 1.0  # too few windows to hold one out
+    wide = np.array([[-1.0, 1.0], [-1.0, 1.0], [50.0, 50.0]])
+    assert intervals.recent_window_factor(wide, 80) == intervals.RECENT_FACTOR_MAX
+
+
+def test_calibrated_offsets_recent_is_window_cv_times_the_factor():
+    errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [2.0, -0.5]])
+    cv_lo, cv_hi = intervals.calibrated_offsets(errors, 4, [80], "window_cv")[80]
+    lo, hi = intervals.calibrated_offsets(errors, 4, [80], "window_cv_recent")[80]
+    np.testing.assert_allclose(lo, 2 * cv_lo)
+    np.testing.assert_allclose(hi, 2 * cv_hi)
+
+
+@pytest.mark.parametrize("method", intervals.METHODS)
+@settings(max_examples=15, deadline=None)
+@given(errors=arrays(float, st.tuples(st.integers(1, 6), st.integers(1, 24)), elements=st.floats(-1e3, 1e3)),
+       horizon=st.integers(1, 48))
+def test_calibrated_offsets_straddle_zero_for_every_method(method, errors, horizon):
+    out = intervals.calibrated_offsets(errors, horizon, [80, 95], method)
+    for lo, hi in out.values():
+        assert lo.shape == hi.shape == (horizon,)
+        assert np.all(lo <= 0) and np.all(hi >= 0)
+
+
+def test_calibrated_offsets_rejects_an_unknown_method():
+    with pytest.raises(ValueError, match="unknown interval method 'gaussian'; valid"):
+        intervals.calibrated_offsets(np.zeros((3, 4)), 4, [80], "gaussian")

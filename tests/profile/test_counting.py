@@ -1,0 +1,217 @@
+"""Tests of capplan.profile_rollup: the numpy counting kernel of the profile's hourly rollups."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capplan import profile
+from capplan.profile.counting import (
+    US_PER_HOUR,
+    WindowRollup,
+    _TokenBins,
+    log_bins,
+    peak_in_flight_by_model,
+    plan_windows,
+)
+from capplan.sample import SampleSpec, generate_day
+
+INV_LN_GAMMA = 1 / math.log(profile.HISTOGRAM_GAMMA)
+SQL_BIN = "select greatest(floor(ln(greatest(x, 0.5)) * $inv), -1)::smallint as bin from v"
+T0_HOUR = int((datetime(2026, 1, 1) - datetime(1970, 1, 1)).total_seconds()) // 3600
+
+
+@pytest.mark.parametrize(("value", "want"), [(0, -1), (0.4, -1), (1, 0), (2, 35), (100, 232), (131_072, 595)])
+def test_log_bins_golden(value, want):
+    # floor(ln(x) / ln 1.02): ln 2 / ln 1.02 = 35.00, ln 100 / ln 1.02 = 232.56, ln 2^17 / ln 1.02 = 595.4
+    assert log_bins(np.array([value], float), INV_LN_GAMMA)[0] == want
+
+
+def test_log_bins_equal_the_sql_formula_at_every_edge_and_token_count():
+    """numpy's log and DuckDB's ln bin alike: every token count to 2^20, floats around each edge γ^k."""
+    rng = np.random.default_rng(3)
+    edges = profile.HISTOGRAM_GAMMA ** np.arange(-5, 1200)
+    values = np.concatenate([np.arange(1 << 20, dtype=float), edges, np.nextafter(edges, 0), rng.lognormal(6, 3, 100_000)])
+    with duckdb.connect() as con:
+        con.register("v", pa.table({"x": values}))
+        want = con.sql(SQL_BIN, params={"inv": INV_LN_GAMMA}).fetchnumpy()["bin"]
+    np.testing.assert_array_equal(log_bins(values, INV_LN_GAMMA), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tokens=st.lists(st.integers(0, 2**31 - 1) | st.integers(0, 5000), min_size=1, max_size=50))
+def test_token_table_equals_direct_bins(tokens):
+    values = np.array(tokens, np.int32)
+    bins = _TokenBins(INV_LN_GAMMA)
+    np.testing.assert_array_equal(bins(values), log_bins(values.astype(float), INV_LN_GAMMA))
+    np.testing.assert_array_equal(bins(values[::-1]), log_bins(values[::-1].astype(float), INV_LN_GAMMA))
+
+
+def _rows(frame: pd.DataFrame, models: list[str]) -> pa.RecordBatch:
+    """The columns of sql/int_profile_rows.sql from a frame of raw rows."""
+    status = frame["status"].to_numpy()
+    status_class = np.where((status >= 200) & (status < 300), 0,
+                            np.where((status >= 400) & (status < 500) & (status != 429), 1, 2))
+    return pa.RecordBatch.from_pydict({
+        "ts_us": pa.array(frame["ts_utc"].to_numpy("datetime64[us]").astype(np.int64)),
+        "model_index": pa.array(frame["model"].map({m: i for i, m in enumerate(models)}).to_numpy(), pa.uint16()),
+        "status_class": pa.array(status_class, pa.uint8()),
+        "input_tokens": pa.array(frame["input_tokens"].to_numpy(), pa.int32()),
+        "output_tokens": pa.array(frame["output_tokens"].to_numpy(), pa.int32()),
+        "ttft_ms": pa.array(frame["ttft_ms"].to_numpy(), pa.float64()),  # NaN when not logged, as the SQL
+        "latency_ms": pa.array(frame["latency_ms"].to_numpy(), pa.float64()),
+    })
+
+
+@pytest.fixture(scope="module")
+def day() -> pd.DataFrame:
+    """One generated day (about 20,000 rows, three models, incidents), a few TTFTs not logged."""
+    rows = generate_day(SampleSpec(date(2026, 1, 1), 1, 20_000, seed=5), date(2026, 1, 1)).table.to_pandas()
+    rows["ts_utc"] = rows["ts_utc"].dt.tz_convert("UTC").dt.tz_localize(None)  # the requests table's naive UTC
+    rows.loc[rows.index % 97 == 0, "ttft_ms"] = np.nan
+    return rows
+
+
+def _roll(frame: pd.DataFrame, cuts: list[int]) -> WindowRollup:
+    models = sorted(frame["model"].unique())
+    rollup = WindowRollup(T0_HOUR, 24, models, INV_LN_GAMMA, in_flight=True)
+    for a, b in zip([0, *cuts], [*cuts, len(frame)]):
+        rollup.add(_rows(frame.iloc[a:b], models))
+    return rollup
+
+
+def test_window_counts_match_pandas(day):
+    """Counts, sums, busiest second and every histogram bin, against a pandas group-by."""
+    got = _roll(day, [7_000]).traffic(profile.ALL_MODELS).to_pandas().set_index(["hour_utc", "model"]).sort_index()
+    both = pd.concat([day, day.assign(model=profile.ALL_MODELS)], ignore_index=True)
+    both["hour_utc"] = both["ts_utc"].dt.floor("h").astype("datetime64[us]")
+    g = both.groupby(["hour_utc", "model"])
+    assert got.index.equals(g.size().index)
+    np.testing.assert_array_equal(got["requests"], g.size())
+    np.testing.assert_array_equal(got["success_events"], g["status"].apply(lambda s: s.between(200, 299).sum()))
+    np.testing.assert_array_equal(got["input_tokens_sum"], g["input_tokens"].sum())
+    np.testing.assert_array_equal(got["ttft_count"], g["ttft_ms"].count())
+    np.testing.assert_allclose(got["latency_ms_sum"], g["latency_ms"].sum(), rtol=1e-12)
+    peak = both.assign(second=both["ts_utc"].dt.floor("s")).groupby(["hour_utc", "model", "second"]).size()
+    np.testing.assert_array_equal(got["peak_second_requests"], peak.groupby(["hour_utc", "model"]).max())
+    hist = _roll(day, []).histogram(profile.ALL_MODELS).to_pandas()
+    for metric in ("output_tokens", "ttft_ms"):
+        values = both.dropna(subset=[metric])
+        want = values.assign(bin=log_bins(values[metric].to_numpy(float), INV_LN_GAMMA)).groupby(
+            ["hour_utc", "model", "bin"]).size()
+        mine = hist[hist["metric"] == metric].set_index(["hour_utc", "model", "bin"])["count"].sort_index()
+        np.testing.assert_array_equal(mine.index.to_frame().to_numpy(), want.index.to_frame().to_numpy())
+        np.testing.assert_array_equal(mine, want)
+
+
+@settings(max_examples=8, deadline=None)
+@given(cuts=st.lists(st.integers(1, 19_000), max_size=4, unique=True))
+def test_batches_do_not_change_the_result(day, cuts):
+    """However the rows are cut into batches, every table is the same (integer counts exactly)."""
+    whole, cut = _roll(day, []), _roll(day, sorted(cuts))
+    for name in ("traffic", "histogram", "concurrency"):
+        a, b = getattr(whole, name)(profile.ALL_MODELS), getattr(cut, name)(profile.ALL_MODELS)
+        for column in a.column_names:
+            if a.schema.field(column).type == pa.float64():
+                np.testing.assert_allclose(a[column].to_numpy(), b[column].to_numpy(), rtol=1e-12)
+            else:
+                assert a[column].equals(b[column]), (name, column)
+
+
+def test_lookback_rows_feed_only_the_sweep():
+    """A request arriving before the window and still running counts in flight, not as an arrival."""
+    frame = pd.DataFrame({
+        "ts_utc": pd.to_datetime(["2025-12-31 23:59:59.000", "2026-01-01 00:00:00.500", "2026-01-01 00:10:00.000"]),
+        "input_tokens": [1, 2, 3], "output_tokens": [1, 1, 1], "model": ["a", "b", "a"], "status": [200, 503, 404],
+        "ttft_ms": [1.0, 1.0, 1.0], "latency_ms": [2_000.0, 10.0, np.nan],
+    })
+    rollup = WindowRollup(T0_HOUR, 1, ["a", "b"], INV_LN_GAMMA, in_flight=True)
+    rollup.add(_rows(frame, ["a", "b"]))
+    traffic = rollup.traffic(profile.ALL_MODELS).to_pylist()
+    assert [(r["model"], r["requests"], r["errors"], r["valid_events"], r["success_events"]) for r in traffic] == [
+        ("a", 1, 1, 0, 0), ("b", 1, 1, 1, 0), (profile.ALL_MODELS, 2, 2, 1, 0)]  # 404 is no SLI event, 503 is
+    assert [r["latency_count"] for r in traffic] == [0, 1, 1]
+    # at 00:00:00.5 the 23:59:59 request (until 00:00:01) and the new one are both in flight
+    assert {(r["model"], r["concurrency_peak"]) for r in rollup.concurrency(profile.ALL_MODELS).to_pylist()} == {
+        ("a", 1), ("b", 1), (profile.ALL_MODELS, 2)}
+    # input tokens 3 (a) and 2 (b) fall in two bins, so all models has two rows; output tokens and TTFT one
+    # bin per model; latency only for b (the 404 has none)
+    # (Arrow's group_by may return the groups in any order: compare as a mapping)
+    counts = rollup.histogram(profile.ALL_MODELS).group_by("metric").aggregate([("bin", "count")]).to_pydict()
+    assert dict(zip(counts["metric"], counts["bin_count"], strict=True)) == {
+        "input_tokens": 4, "output_tokens": 3, "ttft_ms": 3, "latency_ms": 2}
+
+
+def test_concurrency_needs_the_spans():
+    rollup = WindowRollup(T0_HOUR, 1, ["a"], INV_LN_GAMMA, in_flight=False)
+    with pytest.raises(ValueError, match="in_flight=False"):
+        rollup.concurrency(profile.ALL_MODELS)
+
+
+def test_empty_window_gives_empty_tables():
+    rollup = WindowRollup(T0_HOUR, 3, [], INV_LN_GAMMA, in_flight=True)
+    assert rollup.traffic("x").num_rows == rollup.histogram("x").num_rows == rollup.concurrency("x").num_rows == 0
+    assert US_PER_HOUR == 3_600 * 1_000_000
+
+
+@settings(max_examples=200, deadline=None)
+@given(hour_rows=st.lists(st.integers(0, 50), max_size=80), max_hours=st.integers(1, 30),
+       max_rows=st.integers(1, 120))
+def test_plan_windows_tiles_the_hours_within_the_limits(hour_rows, max_hours, max_rows):
+    windows = plan_windows(np.array(hour_rows, dtype=np.int64), max_hours, max_rows)
+    # consecutive, in order, covering every hour exactly once
+    assert [h for a, b in windows for h in range(a, b)] == list(range(len(hour_rows)))
+    for a, b in windows:
+        assert 1 <= b - a <= max_hours
+        assert sum(hour_rows[a:b]) <= max_rows or b - a == 1  # only a lone hour may exceed the budget
+    # greedy: no window could have taken the next hour
+    for (a, b), (_, d) in zip(windows, windows[1:]):
+        assert b - a == max_hours or sum(hour_rows[a:b + 1]) > max_rows
+
+
+def test_plan_windows_worked_example():
+    # 10 rows an hour, budget 25: two hours a window; an hour of 40 rows stands alone
+    assert plan_windows(np.array([10, 10, 10, 10, 40, 10]), 24, 25) == [(0, 2), (2, 4), (4, 5), (5, 6)]
+    assert plan_windows(np.array([1] * 5), 2, 100) == [(0, 2), (2, 4), (4, 5)]
+    assert plan_windows(np.array([], dtype=np.int64), 24, 10) == []
+
+
+@pytest.mark.parametrize(("max_hours", "max_rows"), [(0, 10), (5, 0)])
+def test_plan_windows_rejects_empty_limits(max_hours, max_rows):
+    with pytest.raises(ValueError, match="max_hours and max_rows"):
+        plan_windows(np.array([1]), max_hours, max_rows)
+
+
+_SPAN = st.tuples(st.integers(-600, 3 * 3600 + 600), st.integers(0, 900), st.integers(0, 2))  # start, duration, model
+_BASE_HOUR = 1_700_000_000 // 3600  # an hour of late 2023 [hours since the epoch]
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=st.lists(_SPAN, max_size=60), unit_us=st.sampled_from([1_000, 1_000_000]))
+def test_peak_in_flight_by_model_matches_brute_force(spans, unit_us):
+    """Per model and of all models, against counting the covering spans at every instant that matters.
+
+    Times in ms (many events in one second) or s (events on hour edges); spans starting before the
+    window are carried in, and spans after it are ignored.
+    """
+    start = np.array([s for s, _, _ in spans], dtype=np.int64) * unit_us + _BASE_HOUR * US_PER_HOUR
+    end = start + np.array([d for _, d, _ in spans], dtype=np.int64) * unit_us
+    model = np.array([m for _, _, m in spans], dtype=np.int64)
+    got = peak_in_flight_by_model(model, start, end, 3, _BASE_HOUR, 3)
+    assert got.shape == (3, 4)
+    for column in range(4):
+        mine = model == column if column < 3 else np.ones(len(model), bool)
+        s_, e_ = start[mine], end[mine]
+        for hour in range(3):
+            lo, hi = (_BASE_HOUR + hour) * US_PER_HOUR, (_BASE_HOUR + hour + 1) * US_PER_HOUR
+            instants = [lo] + [t for t in s_ if lo <= t < hi]
+            want = max(int(np.sum((s_ <= t) & (e_ > t))) for t in instants)
+            assert got[hour, column] == want, (hour, column)

@@ -1,0 +1,88 @@
+"""The layout of issue 16: one import root, every package installed, no import cycle."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: import name -> folder, as pyproject.toml's [tool.setuptools.package-dir] maps them
+ROOTS = {"capplan": "capplan", "capplan.flows": "flows", "capplan.forecasting": "forecasting",
+         "capplan.reports": "reports", "capplan.sizing": "sizing", "capplan.sql": "sql"}
+SQL_START = re.compile(r"^\s*(select|insert|create|update|delete|drop|alter|with|copy|attach|detach|pragma"
+                       r"|set|reset|checkpoint|install|load|begin|commit|rollback|explain|describe|summarize)\s",
+                       re.IGNORECASE)
+
+
+def _modules() -> dict[str, Path]:
+    """Every Python module of the distribution: dotted name -> file."""
+    found = {}
+    for root_name, folder in ROOTS.items():
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = path.relative_to(REPO / folder).with_suffix("").parts
+            name = ".".join((root_name, *parts))
+            if root_name == "capplan" and parts and parts[0] in {"flows", "forecasting", "reports", "sizing", "sql"}:
+                continue  # not a folder of capplan/ (cannot happen, but never double count)
+            found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def test_pyproject_lists_every_package_under_one_root():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {k: v for k, v in ROOTS.items() if k != "capplan"}
+    packages = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert set(config["packages"]) == packages
+    assert all(p == "capplan" or p.startswith("capplan.") for p in config["packages"])
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Modules of ours that ``name`` imports, at any depth of its code (lazy imports count)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        out |= {t for t in targets if t in modules and t != name}
+    return out
+
+
+def test_no_module_imports_in_a_cycle():
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    # a package's __init__ re-exporting its own sub-modules is how a package is built, not a cycle,
+    # unless a sub-module imports the package back
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("generic", ["sql", "sizing", "flows", "reports", "forecasting"])
+def test_no_generic_top_level_package_is_importable(generic, tmp_path, monkeypatch):
+    import importlib.util
+
+    monkeypatch.chdir(tmp_path)  # the repository root is not on sys.path for an installed capplan
+    assert importlib.util.find_spec(generic) is None or not str(importlib.util.find_spec(generic).origin or "").startswith(str(REPO))
