@@ -7,7 +7,7 @@
 -- Row numbers here are in scan order, like `source_row`; the detail names the first occurrence's data
 -- row, shifted past the lines the CSV reader rejected as sql/stg_quarantine_renumber.sql does.
 -- parameters: $file_id, $replaced_file_id (the earlier version of this path being replaced, or null),
--- $from_utc, $to_utc (the arrival span of the earlier rows compared, capplan.ingest._loaded_id_span),
+-- $from_utc, $to_utc (the arrival span of the earlier rows compared, capplan.ingest.duplicates._loaded_id_span),
 -- $gaps (per rejected data row r_j, j 1-based in file order: r_j - j; empty when none).
 create or replace temp table ingest_duplicate_rows as
 with

@@ -2,7 +2,7 @@
 -- `ingest_staged`, sql/stg_ingest_staged_view.sql): true repeats plus, rarely, two ids sharing a hash. One
 -- column scan that holds 8-byte hashes, not id strings, and no row numbers; usually empty, and then
 -- the exact step (sql/stg_ingest_duplicate_ids.sql) stops at once. The hash table grows with the
--- file's distinct ids; it spills to disk under the ingest's DuckDB memory limit (capplan/ingest.py).
+-- file's distinct ids; it spills to disk under the ingest's DuckDB memory limit (capplan.ingest.load).
 create or replace temp table ingest_repeated_hashes as
 with
 

@@ -2,9 +2,9 @@
 -- the FIRST rule each row breaks (`rule` is null for a good row); detail and raw values of bad rows
 -- only. Every rule but `request_id_duplicate` is named here; that one needs every id of the file
 -- and is marked afterwards (sql/stg_ingest_duplicate_rows.sql, sql/stg_ingest_mark_duplicates.sql).
--- capplan/ingest.py registers this query as the temp view `ingest_checked`; sql/stg_ingest_insert_rows.sql
+-- capplan.ingest.stage registers this query as the temp view `ingest_checked`; sql/stg_ingest_insert_rows.sql
 -- writes its result, every row, to `request_rows`, so the file is read once.
--- `ingest_raw` columns (built by capplan/ingest.py from the reader's column types):
+-- `ingest_raw` columns (built by capplan.ingest.readers from the reader's column types):
 --   source_row (1-based data row of the file), raw (the row as read), raw_error (a rule the reader
 --   already knows is broken, e.g. json_malformed; else null);
 --   the timestamp in exactly one of four forms, the other three null:
