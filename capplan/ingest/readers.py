@@ -1,0 +1,179 @@
+"""Open one request-log file with DuckDB's reader as the temp view ``ingest_raw`` (CSV, Parquet, JSON lines).
+
+``ingest_raw`` has the columns ``sql/stg_requests.sql`` parses: ``source_row``, ``raw`` (the
+row as read), ``raw_error``, the timestamp in one of four forms and one ``<canonical>_raw``
+column per canonical column, built from the source's column mapping
+(:func:`capplan.ingest.columns.column_mapping`). Text formats are read as VARCHAR, so the reader
+rejects nothing silently; Parquet columns the file already types stay typed (the typed fast
+path). Optional columns the source lacks get their defaults. Owns the reader settings (line
+size, buffer) and :class:`Raw`, what the reader gave and rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression
+
+from capplan.ingest import queries
+from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_MODEL, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
+from capplan.ingest.errors import IngestError
+
+_HEADERLESS = re.compile(r"column\d+")
+#: CSV reader: the longest line read (a longer one is quarantined as line_too_long), and its buffer.
+#: DuckDB's default buffer is 16 lines' worth (1 GiB here), which alone breaks a 1 GiB memory limit on
+#: a gzip file; a buffer of one line's size still reads 60 MiB lines, in less memory and no more time
+#: (docs/ingest.md).
+_MAX_LINE_BYTES = 64 << 20
+_CSV_BUFFER_BYTES = _MAX_LINE_BYTES
+_NUMERIC_TYPES = {"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+                  "ubigint", "uhugeint", "float", "double", "decimal"}
+_WALL_TYPES = {"timestamp", "timestamp_s", "timestamp_ms", "timestamp_ns", "date"}
+#: the four forms of the timestamp in `ingest_raw` (sql/stg_requests.sql); exactly one is not null
+_TS_FORMS = ("ts_utc_raw", "ts_utc_instant", "ts_utc_wall", "ts_utc_number")
+
+
+@dataclass
+class Raw:
+    """The file opened as the temp view ``ingest_raw``; what the reader rejected."""
+
+    defaulted: tuple[str, ...]
+    header_lines: int = 0
+    rejects: list[tuple[int, str, str]] = field(default_factory=list)  # (data row, rule, line)
+    skipped: list[int] = field(default_factory=list)  # data rows the reader skipped: empty CSV lines
+
+
+def open_raw(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dict[str, str],
+             positional: list[str]) -> Raw:
+    """Register ``path`` (of ``kind`` csv|parquet|jsonl) as the temp view ``ingest_raw``.
+
+    ``positional`` is the source column order of a CSV file without a header (the preset's).
+
+    Raises
+    ------
+    IngestError
+        When a required column is missing, or no line of a JSON lines file is an object.
+    """
+    if kind == "csv":
+        return _open_csv(con, path, mapping, positional)
+    return _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping)
+
+
+def _json_pointer(key: str) -> str:
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _ts_form(type_id: str | None) -> str:
+    """Which `ingest_raw` timestamp column a source column of DuckDB type ``type_id`` feeds (None: text)."""
+    if type_id == "timestamp with time zone":
+        return "ts_utc_instant"
+    if type_id in _WALL_TYPES:
+        return "ts_utc_wall"
+    return "ts_utc_number" if type_id in _NUMERIC_TYPES else "ts_utc_raw"
+
+
+def _raw_columns(mapping: dict[str, str], present: Callable[[str], bool],
+                 value: Callable[[str], duckdb.Expression], type_of: Callable[[str], str | None] = lambda c: None,
+                 ) -> tuple[list[duckdb.Expression], tuple[str, ...]]:
+    """The per-column expressions of `ingest_raw`; optional columns the source lacks get defaults.
+
+    ``type_of(source column)`` is the reader's type id, or None for text formats. A column the
+    reader already typed (Parquet) is passed on typed: the timestamp as a UTC instant, a wall time
+    or a number, numeric columns as numbers, so the staging SQL needs no round trip through
+    VARCHAR for them (the typed fast path). Anything else is cast to VARCHAR for the SQL to parse.
+    The required columns are present (checked by :func:`_require` first).
+    """
+    exprs: list[duckdb.Expression] = []
+    defaulted: list[str] = []
+    ts_types = {name: duckdb.sqltype(t) for name, t in zip(_TS_FORMS, ("VARCHAR", "TIMESTAMP", "TIMESTAMP", "DOUBLE"))}
+    varchar = ts_types["ts_utc_raw"]
+    for canonical in CANONICAL_COLUMNS:
+        src = mapping.get(canonical)
+        if canonical == "ts_utc":
+            # session TimeZone is UTC, so a timestamptz cast to timestamp is the UTC wall time
+            form = _ts_form(type_of(src))
+            exprs += [(value(src) if name == form else ConstantExpression(None)).cast(typed).alias(name)
+                      for name, typed in ts_types.items()]
+        elif src is not None and present(src):
+            typed = canonical in NUMERIC_COLUMNS and type_of(src) in _NUMERIC_TYPES
+            exprs.append((value(src) if typed else value(src).cast(varchar)).alias(f"{canonical}_raw"))
+        else:
+            defaulted.append(canonical)
+            fallback = {"model": DEFAULT_MODEL, "status": DEFAULT_STATUS}.get(canonical)
+            exprs.append(ConstantExpression(fallback).cast(varchar).alias(f"{canonical}_raw"))
+    return exprs, tuple(defaulted)
+
+
+def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present: Callable[[str], bool]) -> None:
+    missing = [f"{c} (source column {mapping.get(c, c)!r})" for c in REQUIRED_COLUMNS
+               if c not in mapping or not present(mapping[c])]
+    if missing:
+        hint = " (one column only: wrong delimiter?)" if len(found) == 1 else ""
+        raise IngestError(f"{path}: missing required column {', '.join(missing)}; found columns "
+                          f"{list(found)[:20]}{hint}")
+
+
+def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> Raw:
+    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=_MAX_LINE_BYTES,
+                       buffer_size=_CSV_BUFFER_BYTES)
+    columns = rel.columns
+    header = not all(_HEADERLESS.fullmatch(c) for c in columns)
+    if not header:  # no header: columns are in the preset's canonical order
+        positional = dict(zip(order, columns))
+        mapping = {c: positional[mapping[c]] for c in mapping if mapping[c] in positional}
+    _require(path, mapping, columns, lambda c: c in columns)
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
+    raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
+    rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered by position once written
+    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
+               *exprs).create_view("ingest_raw", replace=True)
+    return Raw(defaulted, header_lines=int(header))
+
+
+def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
+    rel = con.read_parquet(str(path), file_row_number=True)
+    columns = [c for c in rel.columns if c != "file_row_number"]
+    _require(path, mapping, columns, lambda c: c in columns)
+    types = {c: t.id for c, t in zip(rel.columns, rel.types)}
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression, types.get)
+    raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
+    rows = (ColumnExpression("file_row_number") + ConstantExpression(1)).alias("source_row")
+    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
+               *exprs).create_view("ingest_raw", replace=True)
+    return Raw(defaulted)
+
+
+def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
+    # One VARCHAR per line (0x1f cannot appear raw in valid JSON), so a malformed line is a
+    # quarantined row instead of an error for the whole file; blank lines are not records.
+    lines = con.read_csv(str(path), header=False, sep="\x1f", quotechar="", escapechar="",
+                         columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
+                         max_line_size=_MAX_LINE_BYTES, buffer_size=_CSV_BUFFER_BYTES)
+    lines.create_view("ingest_json_lines", replace=True)
+    numbered = queries.relation(con, "stg_ingest_number_json_lines")
+    valid = CaseExpression(FunctionExpression("json_valid", ColumnExpression("line")),
+                           FunctionExpression("json_type", ColumnExpression("line")) == ConstantExpression("OBJECT")
+                           ).otherwise(ConstantExpression(False))
+    sample = numbered.filter(valid).limit(1000).select(
+        FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
+    keys = sorted({k for (ks,) in sample if ks for k in ks})
+    if not sample:
+        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
+    _require(path, mapping, keys, lambda c: c in keys)
+
+    def extract(src: str) -> duckdb.Expression:
+        return CaseExpression(valid, FunctionExpression(
+            "json_extract_string", ColumnExpression("line"), ConstantExpression(_json_pointer(src))))
+
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in keys, extract)
+    raw = CaseExpression(valid, ColumnExpression("line").cast(duckdb.sqltype("JSON"))).otherwise(
+        FunctionExpression("to_json", ColumnExpression("line"))).alias("raw")
+    error = CaseExpression(valid, ConstantExpression(None)).otherwise(
+        ConstantExpression("json_malformed")).cast(duckdb.sqltype("VARCHAR")).alias("raw_error")
+    numbered.filter(ColumnExpression("line").isnotnull()).select(
+        ColumnExpression("source_row"), raw, error, *exprs).create_view("ingest_raw", replace=True)
+    return Raw(defaulted)
