@@ -1,4 +1,8 @@
-"""capplan.ingest's typed fast path: Parquet columns the reader already typed are checked as typed.
+"""capplan.ingest: the readers: CSV, JSON lines, headers, long lines, and the typed fast path (capplan.ingest.readers).
+
+The bad-input corpus is in tests/data/ingest/; fixtures in tests/ingest/conftest.py.
+
+The typed fast path: Parquet columns the reader already typed are checked as typed.
 
 The same logical rows written as typed Parquet and as CSV text must load the same rows and
 quarantine the same rows under the same rules; typed timestamps (zone-aware, naive, numeric)
@@ -12,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
+import pyarrow as arrow
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,13 +26,47 @@ from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
 from capplan.ingest import load_file
 
+
+@pytest.mark.parametrize("name, expected_rules, loaded", [
+    ("wrong_columns.csv", [(2, "csv_wrong_column_count"), (3, "tokens_not_integer"), (4, "csv_wrong_column_count"),
+                           (6, "tokens_negative")], 2),
+    ("messy.jsonl", [(2, "json_malformed"), (5, "json_malformed"), (6, "tokens_negative")], 2),
+    ("bom.csv", [], 1),
+    ("semicolon.csv", [], 2),
+    ("good.csv.gz", [], 2),
+])
+def test_malformed_lines_are_quarantined_at_their_file_row(name, expected_rules, loaded, corpus, load, quarantine):
+    result, con = load(corpus / name)
+    assert quarantine(con) == expected_rules
+    assert result.rows_loaded == loaded and result.rows_read == loaded + len(expected_rules)
+
+
+def test_very_long_line_loads_and_the_extra_column_stays_out(tmp_path, load):
+    path = tmp_path / "long.csv"
+    path.write_text("ts_utc,input_tokens,output_tokens,prompt\n2026-10-01T00:00:00Z,1,2," + "x" * 3_000_000 + "\n"
+                    "2026-10-01T00:00:01Z,3,4,short\n")
+    result, con = load(path)
+    assert (result.rows_read, result.rows_loaded) == (2, 2)
+    assert "prompt" not in [r[0] for r in con.execute("describe requests").fetchall()]
+
+
+def test_headerless_csv_is_read_in_preset_order(tmp_path, load):
+    path = tmp_path / "nohdr.csv"
+    path.write_text("2026-10-01T00:00:00Z,10,20\n2026-10-01T00:00:01Z,11,21\n")
+    result, con = load(path)
+    assert result.rows_loaded == 2
+    assert con.execute("select sum(input_tokens), sum(output_tokens) from requests").fetchall() == [(21, 41)]
+
+
+# --- the typed fast path: Parquet columns the reader already typed are checked as typed ----------
+
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 CFG = IngestConfig(contract_check="all")
-CANONICAL = SourceConfig(name="typed")
+TYPED_SOURCE = SourceConfig(name="typed")
 NOON = datetime(2026, 10, 1, 12)
 
 
-def _load(path: Path, source: SourceConfig = CANONICAL):
+def _load_typed(path: Path, source: SourceConfig = TYPED_SOURCE):
     con = connect()
     result = load_file(con, path, source, CFG, now_utc=NOW)
     rules = con.execute("select row_number, rule from quarantine order by row_number").fetchall()
@@ -36,7 +74,7 @@ def _load(path: Path, source: SourceConfig = CANONICAL):
     return result, rules, loaded, con
 
 
-def _write(table: pa.Table, path: Path) -> Path:
+def _write(table: arrow.Table, path: Path) -> Path:
     """``table`` as typed Parquet at ``path``, or as CSV text (empty for null) for a .csv path."""
     if path.suffix == ".parquet":
         pq.write_table(table, path)
@@ -47,14 +85,14 @@ def _write(table: pa.Table, path: Path) -> Path:
     return path
 
 
-TYPED = pa.table({
-    "ts_utc": pa.array([NOON.replace(tzinfo=UTC)] * 9, pa.timestamp("us", tz="UTC")),
-    "input_tokens": pa.array([10, -1, None, 5, 7, 8, 9, 1, 2], pa.int64()),
-    "output_tokens": pa.array([20, 1, 2, 200_000, 1, 1, 1, 1, 3], pa.int32()),
-    "status": pa.array([200, 200, 200, 200, 999, 503, 200, 200, 200], pa.int16()),
-    "ttft_ms": pa.array([1.5, 1.0, 1.0, 1.0, 1.0, -3.0, None, 1.0, 2.0], pa.float64()),
-    "latency_ms": pa.array([10.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 2.0], pa.float32()),
-    "request_id": pa.array([1, 2, 3, 4, 5, 6, 7, 1, 9], pa.int64()),
+TYPED = arrow.table({
+    "ts_utc": arrow.array([NOON.replace(tzinfo=UTC)] * 9, arrow.timestamp("us", tz="UTC")),
+    "input_tokens": arrow.array([10, -1, None, 5, 7, 8, 9, 1, 2], arrow.int64()),
+    "output_tokens": arrow.array([20, 1, 2, 200_000, 1, 1, 1, 1, 3], arrow.int32()),
+    "status": arrow.array([200, 200, 200, 200, 999, 503, 200, 200, 200], arrow.int16()),
+    "ttft_ms": arrow.array([1.5, 1.0, 1.0, 1.0, 1.0, -3.0, None, 1.0, 2.0], arrow.float64()),
+    "latency_ms": arrow.array([10.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0, 1.0, 2.0], arrow.float32()),
+    "request_id": arrow.array([1, 2, 3, 4, 5, 6, 7, 1, 9], arrow.int64()),
 })
 #: (data row, rule) of TYPED, as its text form gets them too
 TYPED_RULES = [(2, "tokens_negative"), (3, "tokens_missing"), (4, "tokens_above_context_limit"),
@@ -63,7 +101,7 @@ TYPED_RULES = [(2, "tokens_negative"), (3, "tokens_missing"), (4, "tokens_above_
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_typed_columns_break_the_same_rules_as_their_text(tmp_path, suffix):
-    result, rules, loaded, con = _load(_write(TYPED, tmp_path / f"typed{suffix}"))
+    result, rules, loaded, con = _load_typed(_write(TYPED, tmp_path / f"typed{suffix}"))
     assert rules == TYPED_RULES
     assert (result.rows_read, result.rows_loaded) == (9, 2)
     assert loaded == [(NOON, 10, 20, "default", 200, 1.5, 10.0, "1", None, None),
@@ -74,34 +112,34 @@ def test_typed_columns_break_the_same_rules_as_their_text(tmp_path, suffix):
 
 
 @pytest.mark.parametrize("arrow_type, tz, expected", [
-    (pa.timestamp("us", tz="Europe/Paris"), None, NOON),           # zone-aware: an instant, no zone needed
-    (pa.timestamp("ns"), "Europe/Paris", NOON.replace(hour=10)),   # naive: wall time in the source's zone
-    (pa.timestamp("ms"), None, NOON),                               # naive, default UTC
-    (pa.date32(), "America/New_York", datetime(2026, 10, 1, 4)),   # a date: its midnight, local
+    (arrow.timestamp("us", tz="Europe/Paris"), None, NOON),           # zone-aware: an instant, no zone needed
+    (arrow.timestamp("ns"), "Europe/Paris", NOON.replace(hour=10)),   # naive: wall time in the source's zone
+    (arrow.timestamp("ms"), None, NOON),                               # naive, default UTC
+    (arrow.date32(), "America/New_York", datetime(2026, 10, 1, 4)),   # a date: its midnight, local
 ])
 def test_typed_timestamps_convert_like_their_text(tmp_path, arrow_type, tz, expected):
-    value = (NOON.date() if arrow_type == pa.date32() else
+    value = (NOON.date() if arrow_type == arrow.date32() else
              NOON.replace(tzinfo=UTC) if arrow_type.tz else NOON)
-    path = _write(pa.table({"ts_utc": pa.array([value], arrow_type), "input_tokens": [1], "output_tokens": [2]}),
+    path = _write(arrow.table({"ts_utc": arrow.array([value], arrow_type), "input_tokens": [1], "output_tokens": [2]}),
                   tmp_path / "ts.parquet")
-    _, rules, loaded, _ = _load(path, SourceConfig(name="t", timezone=tz))
+    _, rules, loaded, _ = _load_typed(path, SourceConfig(name="t", timezone=tz))
     assert rules == [] and loaded[0][0] == expected
 
 
 @pytest.mark.parametrize("unit, value, rule", [
     ("s", 1790000001.5, None), ("ms", 1790000001500, None), (None, 1790000001, "timestamp_unparseable")])
 def test_typed_numeric_timestamps_need_a_unit(tmp_path, unit, value, rule):
-    path = _write(pa.table({"ts_utc": [value], "input_tokens": [1], "output_tokens": [2]}), tmp_path / "e.parquet")
-    _, rules, loaded, _ = _load(path, SourceConfig(name="t", timestamp_unit=unit))
+    path = _write(arrow.table({"ts_utc": [value], "input_tokens": [1], "output_tokens": [2]}), tmp_path / "e.parquet")
+    _, rules, loaded, _ = _load_typed(path, SourceConfig(name="t", timestamp_unit=unit))
     assert rules == ([] if rule is None else [(1, rule)])
     if rule is None:
         assert loaded[0][0] == datetime(2026, 9, 21, 14, 13, 21, 500000)
 
 
 def test_typed_null_timestamp_is_missing_and_typed_fraction_is_not_integer(tmp_path):
-    path = _write(pa.table({"ts_utc": pa.array([None, NOON], pa.timestamp("us")), "input_tokens": [1.0, 2.5],
+    path = _write(arrow.table({"ts_utc": arrow.array([None, NOON], arrow.timestamp("us")), "input_tokens": [1.0, 2.5],
                             "output_tokens": [1, 1]}), tmp_path / "n.parquet")
-    _, rules, _, con = _load(path)
+    _, rules, _, con = _load_typed(path)
     assert rules == [(1, "timestamp_missing"), (2, "tokens_not_integer")]
     assert con.execute("select detail from quarantine where row_number = 2").fetchall()[0][0] == (
         "input_tokens=2.5, output_tokens=1: expected integers")
@@ -116,11 +154,11 @@ _number = st.one_of(st.none(), st.integers(-5, 200_000), st.floats(-5, 5, allow_
 def test_typed_and_text_forms_always_agree(tmp_path_factory, rows):
     folder = tmp_path_factory.mktemp("agree")
     columns = list(zip(*rows))
-    table = pa.table({"ts_utc": pa.array([NOON.replace(tzinfo=UTC)] * len(rows), pa.timestamp("us", tz="UTC")),
-                      "input_tokens": pa.array(columns[0], pa.float64()),
-                      "output_tokens": pa.array(columns[1], pa.float64()),
-                      "status": pa.array(columns[2], pa.int32()), "ttft_ms": pa.array(columns[3], pa.float64())})
-    typed, text = (_load(_write(table, folder / f"r{suffix}")) for suffix in (".parquet", ".csv"))
+    table = arrow.table({"ts_utc": arrow.array([NOON.replace(tzinfo=UTC)] * len(rows), arrow.timestamp("us", tz="UTC")),
+                      "input_tokens": arrow.array(columns[0], arrow.float64()),
+                      "output_tokens": arrow.array(columns[1], arrow.float64()),
+                      "status": arrow.array(columns[2], arrow.int32()), "ttft_ms": arrow.array(columns[3], arrow.float64())})
+    typed, text = (_load_typed(_write(table, folder / f"r{suffix}")) for suffix in (".parquet", ".csv"))
     assert typed[1] == text[1] and typed[2] == text[2]
     assert typed[0].rows_read == typed[0].rows_loaded + typed[0].rows_quarantined == len(rows)
     assert all(not math.isnan(v) for r in typed[2] for v in r[1:3])
@@ -136,7 +174,7 @@ def test_infinite_timestamps_are_no_arrival_time(tmp_path, suffix):
         duckdb.sql("copy (select * from (values ('infinity'::timestamptz, 1, 1), ('-infinity'::timestamptz, 1, 1), "
                    "('2026-10-01 00:00:00+00'::timestamptz, 1, 1)) as t(ts_utc, input_tokens, output_tokens)) "
                    f"to '{path}' (format parquet)")
-    result, rules, loaded, con = _load(path)
+    result, rules, loaded, con = _load_typed(path)
     assert rules == [(1, "timestamp_unparseable"), (2, "timestamp_unparseable")]
     assert [row[0] for row in loaded] == [datetime(2026, 10, 1)]
     details = [d for (d,) in con.execute("select detail from quarantine order by row_number").fetchall()]
