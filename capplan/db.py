@@ -9,6 +9,8 @@ from pathlib import Path
 
 import duckdb
 
+from capplan import sql
+
 _MIB_PER_UNIT = {"bytes": 1 / 2**20, "kib": 1 / 2**10, "mib": 1, "gib": 2**10, "tib": 2**20,
                  "kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
 
@@ -36,8 +38,7 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
                 "wait for it to finish or point --db at another file"
             ) from exc
         raise
-    con.execute("set enable_progress_bar = false")
-    con.execute("set TimeZone = 'UTC'")
+    con.execute(sql.load("set_session"))
     return con
 
 
@@ -47,7 +48,7 @@ def memory_limit_mib(con: duckdb.DuckDBPyConnection) -> float | None:
 
 
 def _setting_text(con: duckdb.DuckDBPyConnection, name: str) -> str:
-    return str(con.execute("select current_setting(?)", [name]).fetchall()[0][0])
+    return str(con.execute(sql.load("rpt_current_setting"), {"name": name}).fetchall()[0][0])
 
 
 def _as_mib(text: str) -> float | None:
@@ -78,16 +79,16 @@ def memory_capped(con: duckdb.DuckDBPyConnection, limit_mib: float | None) -> It
         settings.close()
         yield
         return
-    settings.execute("reset memory_limit")
+    settings.execute(sql.load("set_memory_limit_default"))
     was_default = _setting_text(settings, "memory_limit") == previous
-    settings.execute("set memory_limit = ?", [f"{limit_mib}MiB"])
+    settings.execute(sql.load("set_memory_limit"), {"limit": f"{limit_mib}MiB"})
     try:
         yield
     finally:
         if was_default:
-            settings.execute("reset memory_limit")
+            settings.execute(sql.load("set_memory_limit_default"))
         else:
-            settings.execute("set memory_limit = ?", [previous])
+            settings.execute(sql.load("set_memory_limit"), {"limit": previous})
         settings.close()
 
 
@@ -106,4 +107,4 @@ def keep_block_memory(con: duckdb.DuckDBPyConnection, mib: float | None) -> None
         return
     current = _as_mib(_setting_text(con, "block_allocator_memory"))
     if current is None or current < mib:
-        con.execute("set block_allocator_memory = ?", [f"{int(mib)}MiB"])
+        con.execute(sql.load("set_block_allocator_memory"), {"limit": f"{int(mib)}MiB"})

@@ -1,8 +1,8 @@
 """DuckDB SQL files, one query or DDL per file.
 
 Files are named with a layer prefix: ``ddl_`` (tables), ``stg_`` (staging of raw
-files), ``int_`` (intermediate), ``fct_`` (facts/rollups) and ``rpt_`` (report
-views). Values enter only as bound parameters (``?`` or ``$name``), never by
+files), ``int_`` (intermediate), ``fct_`` (facts/rollups), ``rpt_`` (report
+views) and ``set_`` (session settings). Values enter only as bound parameters (``?`` or ``$name``), never by
 string formatting; file paths too, since DuckDB table functions accept them.
 """
 
