@@ -94,7 +94,7 @@ def production_profile(con: duckdb.DuckDBPyConnection, window: Window) -> Produc
 
 def read_arrivals(con: duckdb.DuckDBPyConnection, window: Window) -> Arrivals:
     """Every arrival of the window's model in the window, in arrival order."""
-    table = con.execute(sql.load("rpt_loadtest_trace_rows"), {
-        "model": window.model, "since_utc": window.since_utc, "until_utc": window.until_utc}).to_arrow_table()
-    return Arrivals(table.column("offset_us").to_numpy(), table.column("input_tokens").to_numpy(),
-                    table.column("output_tokens").to_numpy())
+    columns = con.execute(sql.load("rpt_loadtest_trace_rows"), {
+        "model": window.model, "since_utc": window.since_utc, "until_utc": window.until_utc}).fetchnumpy()
+    return Arrivals(np.asarray(columns["offset_us"]), np.asarray(columns["input_tokens"]),
+                    np.asarray(columns["output_tokens"]))
