@@ -115,26 +115,6 @@ def _production_mix(con, model: str | None, days: int) -> tuple[float | None, fl
     return profile.input_tokens_mean, profile.output_tokens_mean, None
 
 
-def _sweep_summary(runs: list[dict], targets) -> dict[str, Any]:
-    from capplan.loadtest.capacity import (SETUP_COLUMNS, capacity_at_slo, closed_loop_ceiling, per_replica_and_gpu,
-                                           sweep_points)
-
-    first = runs[0]
-    capacity = capacity_at_slo(sweep_points(runs, targets.percentile), targets)
-    flags = sorted({f["name"] for r in runs for f in r["flags"]})
-    return {
-        "setup": {c: first.get(c) for c in SETUP_COLUMNS},
-        "input_tokens_mean": first.get("input_tokens_mean"), "output_tokens_mean": first.get("output_tokens_mean"),
-        "runs": [f"{Path(r['file_path']).name}#{r['run_index']}" for r in runs],
-        "capacity": capacity.to_dict(),
-        **per_replica_and_gpu(capacity, first["replicas"], first["gpus_per_replica"]),
-        "closed_loop_ceiling": closed_loop_ceiling(runs),
-        "flags": flags,
-        # a clean sweep: open-loop runs only with no flag; the plan may then call it measured (issue 17)
-        "clean": capacity.kind == "interpolated" and not flags,
-    }
-
-
 def _fmt(value: Any) -> str:
     from capplan.cli.size import format_value
 
@@ -189,7 +169,7 @@ def show(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """List the stored runs, their sweeps, capacities at the SLO and hygiene flags."""
-    from capplan.loadtest.capacity import group_sweeps
+    from capplan.loadtest.capacity import group_sweeps, sweep_summary
     from capplan.loadtest.hygiene import run_flags
     from capplan.loadtest.store import read_stored_runs
 
@@ -209,7 +189,7 @@ def show(
     payload = {"targets": {"ttft_ms_max": targets.ttft_ms_max, "tpot_ms_max": targets.tpot_ms_max,
                            "percentile": targets.percentile, "max_error_rate": targets.max_error_rate},
                "production_mix": {"model": model, "input_tokens_mean": input_mean, "output_tokens_mean": output_mean},
-               "runs": runs, "sweeps": [_sweep_summary(group, targets) for group in group_sweeps(runs)], "note": note}
+               "runs": runs, "sweeps": [sweep_summary(group, targets) for group in group_sweeps(runs)], "note": note}
     if as_json:
         print_json(payload)
     else:

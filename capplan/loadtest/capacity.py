@@ -239,3 +239,25 @@ def group_sweeps(runs: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, An
         else:
             home.append(run)
     return groups
+
+
+def sweep_summary(runs: Sequence[Mapping[str, Any]], targets: SloTargets) -> dict[str, Any]:
+    """A sweep's setup, capacity (total, per replica, per GPU), closed-loop ceiling, flags and cleanliness.
+
+    Each run carries ``flags``: the :meth:`capplan.loadtest.hygiene.Flag.to_dict` of its flags. A sweep
+    is ``clean`` when its capacity is interpolated and no run is flagged: the plan may then call its
+    throughput measured (issue 17).
+    """
+    first = runs[0]
+    capacity = capacity_at_slo(sweep_points(runs, targets.percentile), targets)
+    flags = sorted({f["name"] for r in runs for f in r["flags"]})
+    return {
+        "setup": {c: first.get(c) for c in SETUP_COLUMNS},
+        "input_tokens_mean": first.get("input_tokens_mean"), "output_tokens_mean": first.get("output_tokens_mean"),
+        "runs": [f"{r['file_path']}#{r['run_index']}" for r in runs],
+        "capacity": capacity.to_dict(),
+        **per_replica_and_gpu(capacity, first["replicas"], first["gpus_per_replica"]),
+        "closed_loop_ceiling": closed_loop_ceiling(runs),
+        "flags": flags,
+        "clean": capacity.kind == "interpolated" and not flags,
+    }

@@ -94,3 +94,13 @@ def test_the_capacity_lies_in_its_bracket(points):
 @given(st.floats(0, 1e4), st.floats(0, 1e4), st.floats(0, 1e4))
 def test_crossing_fraction_is_a_fraction(a, b, limit):
     assert 0.0 <= crossing_fraction(a, b, limit) <= 1.0
+
+
+def test_a_sweep_summary_is_clean_only_without_flags():
+    from capplan.loadtest.capacity import sweep_summary
+
+    runs = [{**r, "flags": [], "file_path": "f", "run_index": i} for i, r in enumerate(SWEEP)]
+    summary = sweep_summary(runs, TARGETS)
+    assert summary["clean"] and summary["requests_per_s_per_gpu"] == pytest.approx(3.5 / 8)
+    runs[0]["flags"] = [{"name": "under_paced"}]
+    assert not sweep_summary(runs, TARGETS)["clean"]
