@@ -1,0 +1,255 @@
+"""``capplan loadtest import|show|export``: load tests in and out (see docs/loadtests.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from capplan.cli._common import CONFIG_OPTION, DB_OPTION, JSON_OPTION, console, db_path, fail, load, print_error, print_json
+
+loadtest_app = typer.Typer(name="loadtest", help="Import load-test results, show capacity at the SLO, export the next "
+                                                 "load test from the logs.", no_args_is_help=True)
+
+TTFT_OPTION = typer.Option(None, "--ttft-ms-max", help="TTFT target at --percentile (default: the config's TTFT SLO "
+                                                       "threshold, else [profile].ttft_threshold_ms). [ms]")
+TPOT_OPTION = typer.Option(None, "--tpot-ms-max", help="TPOT target at --percentile (default: none). [ms]")
+PERCENTILE_OPTION = typer.Option(99, "--percentile", help="Percentile the latency targets apply to: 50, 90, 95 or 99.")
+ERROR_RATE_OPTION = typer.Option(0.01, "--max-error-rate", min=0, max=1, help="Highest failed share of requests. "
+                                                                              "[fraction]")
+
+
+def _targets(cfg, ttft_ms_max: float | None, tpot_ms_max: float | None, percentile: int, max_error_rate: float):
+    """The SLO targets: flags first, else the config's TTFT threshold (first SLO with one, else the profile's)."""
+    from capplan.loadtest.capacity import SloTargets
+
+    if ttft_ms_max is None:
+        ttft_ms_max = next((s.ttft_threshold_ms for s in cfg.slos if s.ttft_threshold_ms is not None),
+                           cfg.profile.ttft_threshold_ms)
+    try:
+        return SloTargets(ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+
+
+def _existing_db(cfg, db: Path | None, first: str) -> Path:
+    """The database path, or exit saying which command creates it."""
+    path = db_path(cfg, db)
+    if not Path(path).is_file():
+        fail(f"database {path} does not exist; run `{first}` first or pass --db")
+    return path
+
+
+def _connect(path: Path, read_only: bool = False):
+    from capplan.db import DatabaseLockedError, connect
+
+    try:
+        return connect(path, read_only=read_only)
+    except DatabaseLockedError as exc:
+        fail(str(exc))
+
+
+# --------------------------------------------------------------------------- import
+
+
+def import_files(
+    paths: list[Path] = typer.Argument(..., help="Result files of vLLM, SGLang, GuideLLM, AIPerf, GenAI-Perf or llmperf."),
+    config: Path | None = CONFIG_OPTION,
+    db: Path | None = DB_OPTION,
+    pool: str | None = typer.Option(None, "--pool", help="Pool the runs measured (default: each run's model id)."),
+    gpus_per_replica: int | None = typer.Option(
+        None, "--gpus-per-replica", min=1, help="GPUs per replica (default: the file's tensor parallel, else 1)."),
+    replicas: int = typer.Option(1, "--replicas", min=1, help="Replicas behind the endpoint the tool loaded."),
+    tool: str = typer.Option("auto", "--tool", help="auto|vllm|sglang|guidellm|aiperf|genai-perf|llmperf."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Store each run of each file in the load_tests table (re-importing a file is a no-op)."""
+    from capplan.loadtest.formats import TOOLS, LoadTestFormatError
+    from capplan.loadtest.store import import_file
+
+    if tool != "auto" and tool not in TOOLS:
+        fail(f"--tool {tool!r}: expected auto or one of {', '.join(TOOLS)}", code=2)
+    cfg = load(config)
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        fail(f"{missing[0]}: no such file", code=2)
+    con = _connect(db_path(cfg, db))
+    results, errors = [], []
+    try:
+        for path in paths:
+            try:
+                results.append(import_file(con, path, tool=tool, pool=pool, replicas=replicas,
+                                           gpus_per_replica=gpus_per_replica))
+            except LoadTestFormatError as exc:
+                errors.append(str(exc))
+    finally:
+        con.close()
+    if as_json:
+        print_json({"files": [r.to_dict() for r in results], "errors": errors})
+    else:
+        for r in results:
+            console.print(f"{r.path}: {r.status}" + (f", {r.runs} runs of {r.tool} for pool {r.pool}"
+                                                     if r.status == "imported" else " (already imported)"),
+                          highlight=False, soft_wrap=True)
+    for message in errors:
+        print_error(message)
+    if errors:
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- show
+
+
+def _production_mix(con, model: str | None, days: int) -> tuple[float | None, float | None, str | None]:
+    """(input mean, output mean, note) of ``model``'s recent logs; (None, None, why) without logs or model."""
+    from capplan.loadtest.logs import LogsError, production_profile, recent_window
+    from capplan.profile import ProfileError
+
+    if model is None:
+        return None, None, "no production mix given (pass --model, the logs' model): token-mix check skipped"
+    try:
+        profile = production_profile(con, recent_window(con, model, days))
+    except (LogsError, ProfileError) as exc:
+        fail(str(exc))
+    return profile.input_tokens_mean, profile.output_tokens_mean, None
+
+
+def _fmt(value: Any) -> str:
+    from capplan.cli.size import format_value
+
+    return "-" if value is None else format_value(value)
+
+
+def _print_show(payload: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = payload["targets"]
+    p = t["percentile"]
+    out = Console(width=max(Console().width, 160))
+    runs = Table(title=f"load-test runs (p{p} latencies)", title_justify="left")
+    for name in ("pool", "run", "tool", "arrival", "target req/s", "req/s", "in tok", "out tok", f"TTFT p{p} ms",
+                 f"TPOT p{p} ms", "flags"):
+        runs.add_column(name, justify="left" if name in ("pool", "run", "tool", "arrival", "flags") else "right")
+    for r in payload["runs"]:
+        runs.add_row(r["pool"], f"{Path(r['file_path']).name}#{r['run_index']}", r["tool"], r["arrival_process"],
+                     _fmt(r["target_requests_per_s"]), _fmt(r["requests_per_s"]), _fmt(r["input_tokens_mean"]),
+                     _fmt(r["output_tokens_mean"]), _fmt(r[f"ttft_p{p}_ms"]), _fmt(r[f"tpot_p{p}_ms"]),
+                     ", ".join(f["name"] for f in r["flags"]) or "-")
+    out.print(runs)
+    for s in payload["sweeps"]:
+        c = s["capacity"]
+        setup = s["setup"]
+        out.print(f"[bold]{setup['pool']}[/] {setup['tool']} {setup['model_id'] or ''} ({setup['replicas']} replicas x "
+                  f"{setup['gpus_per_replica']} GPUs, {len(s['runs'])} runs): {c['kind']} "
+                  f"{_fmt(s['requests_per_s_per_replica'])} req/s and {_fmt(s['output_tokens_per_s_per_replica'])} "
+                  f"output tok/s per replica, {_fmt(s['requests_per_s_per_gpu'])} req/s per GPU; {c['note']}"
+                  + (f"; flags: {', '.join(s['flags'])}" if s["flags"] else ""), highlight=False, soft_wrap=True)
+    for r in payload["runs"]:
+        for f in r["flags"]:
+            out.print(f"  {Path(r['file_path']).name}#{r['run_index']}: {f['name']}: {f['message']}", highlight=False,
+                      soft_wrap=True)
+    if payload["note"]:
+        out.print(payload["note"], highlight=False)
+
+
+def show(
+    config: Path | None = CONFIG_OPTION,
+    db: Path | None = DB_OPTION,
+    pool: str | None = typer.Option(None, "--pool", help="Only this pool's runs."),
+    model: str | None = typer.Option(None, "--model", help="The logs' model whose production mix the runs are "
+                                                           "checked against (until pools exist)."),
+    days: int | None = typer.Option(None, "--days", min=1, help="Days of logs for the production mix "
+                                                                "(default [report].measured_window_days)."),
+    ttft_ms_max: float | None = TTFT_OPTION,
+    tpot_ms_max: float | None = TPOT_OPTION,
+    percentile: int = PERCENTILE_OPTION,
+    max_error_rate: float = ERROR_RATE_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """List the stored runs, their sweeps, capacities at the SLO and hygiene flags."""
+    from capplan.loadtest.capacity import group_sweeps, sweep_summary
+    from capplan.loadtest.hygiene import run_flags
+    from capplan.loadtest.store import read_stored_runs
+
+    cfg = load(config)
+    targets = _targets(cfg, ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
+    path = _existing_db(cfg, db, "capplan loadtest import")
+    con = _connect(path, read_only=model is None)
+    try:
+        runs = read_stored_runs(con, pool)
+        if not runs:
+            fail(f"no load tests in {path}" + (f" for pool {pool!r}" if pool else "") + "; run `capplan loadtest import`")
+        input_mean, output_mean, note = _production_mix(con, model, days or cfg.report.measured_window_days)
+    finally:
+        con.close()
+    for r in runs:
+        r["flags"] = [f.to_dict() for f in run_flags(r, input_mean, output_mean)]
+    payload = {"targets": {"ttft_ms_max": targets.ttft_ms_max, "tpot_ms_max": targets.tpot_ms_max,
+                           "percentile": targets.percentile, "max_error_rate": targets.max_error_rate},
+               "production_mix": {"model": model, "input_tokens_mean": input_mean, "output_tokens_mean": output_mean},
+               "runs": runs, "sweeps": [sweep_summary(group, targets) for group in group_sweeps(runs)], "note": note}
+    if as_json:
+        print_json(payload)
+    else:
+        _print_show(payload)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def export(
+    out: Path = typer.Option(..., "--out", help="Folder for trace.jsonl, lengths.jsonl, lengths.json and PLAN.md."),
+    model: str | None = typer.Option(None, "--model", help="The logs' model (default: the busiest model)."),
+    pool: str | None = typer.Option(None, "--pool", help="Pool name for PLAN.md (default: the model)."),
+    days: int = typer.Option(7, "--days", min=1, help="Days of logs to export, ending with the newest hour."),
+    rate: float | None = typer.Option(None, "--rate", min=0, help="Time-scale the trace to this arrival rate "
+                                                                  "(default: production timing). [requests/s]"),
+    replicas: int = typer.Option(1, "--replicas", min=1, help="Replicas the peak is spread over (sweep rates per replica)."),
+    step_minutes: float = typer.Option(10.0, "--step-minutes", min=1, help="Length of each sweep step. [min]"),
+    soak_minutes: float = typer.Option(60.0, "--soak-minutes", min=1, help="Length of the soak. [min]"),
+    ttft_ms_max: float | None = TTFT_OPTION,
+    tpot_ms_max: float | None = TPOT_OPTION,
+    percentile: int = PERCENTILE_OPTION,
+    max_error_rate: float = ERROR_RATE_OPTION,
+    config: Path | None = CONFIG_OPTION,
+    db: Path | None = DB_OPTION,
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Write a trace replaying the logs, a lengths dataset and PLAN.md for the next load test."""
+    from capplan.loadtest.export import ExportRequest, export_load_test
+    from capplan.loadtest.logs import LogsError, model_names
+
+    cfg = load(config)
+    targets = _targets(cfg, ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
+    path = _existing_db(cfg, db, "capplan ingest")
+    con = _connect(path)  # writable: the profile's roll-ups are refreshed before they are read
+    try:
+        chosen = model or next(iter(model_names(con)), None)
+        if chosen is None:
+            fail(f"database {path} has no requests; run `capplan ingest` first")
+        result = export_load_test(con, ExportRequest(
+            model=chosen, days=days, out_dir=out, targets=targets, pool=pool, rate_rps=rate, replicas=replicas,
+            zones=cfg.sizing.zones, zones_lost=cfg.sizing.zones_lost, step_minutes=step_minutes,
+            soak_minutes=soak_minutes))
+    except (LogsError, ValueError) as exc:
+        fail(str(exc))
+    finally:
+        con.close()
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        console.print(f"{result.requests:,} requests of {chosen} -> {out} (trace at {result.trace_rate_rps:.4g} req/s; "
+                      f"sweep {', '.join(f'{r:.3g}' for r in result.rates_rps)} req/s per replica)", highlight=False,
+                      soft_wrap=True)
+
+
+loadtest_app.command("import")(import_files)
+loadtest_app.command("show")(show)
+loadtest_app.command("export")(export)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``capplan loadtest`` to ``app``."""
+    app.add_typer(loadtest_app, name="loadtest")

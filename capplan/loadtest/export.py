@@ -1,0 +1,116 @@
+"""``capplan loadtest export``: write the load test to run next from a model's recent logs.
+
+Files written to the output folder:
+
+* ``trace.jsonl``: Mooncake/AIPerf trace, one request a line ``{"timestamp": ms, "input_length",
+  "output_length"}``, the production arrivals in order, optionally time-scaled to a target rate;
+* ``lengths.jsonl``: the joint prompt/output lengths ``{"input_length", "output_length"}``, and
+  ``lengths.json``: their summary (mean, std, min, max, p50/p90/p99) for synthetic modes;
+* ``PLAN.md``: rates to sweep, SLO, soak and failure tests with command lines (:mod:`capplan.loadtest.runbook`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from capplan.loadtest.capacity import SloTargets
+from capplan.loadtest.logs import Arrivals, production_profile, read_arrivals, recent_window
+from capplan.loadtest.runbook import RunbookInputs, render_plan
+from capplan.loadtest.workload import arrival_rate_rps, length_summary, scaled_offsets_ms, sweep_rates_rps
+
+TRACE_FILE = "trace.jsonl"
+LENGTHS_FILE = "lengths.jsonl"
+SUMMARY_FILE = "lengths.json"
+PLAN_FILE = "PLAN.md"
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What the export wrote and the figures it stands on."""
+
+    out_dir: Path
+    files: tuple[Path, ...]
+    requests: int
+    trace_rate_rps: float  # [requests/s]
+    observed_rate_rps: float  # of the logs' window [requests/s]
+    peak_hour_qps: float  # [requests/s]
+    rates_rps: tuple[float, ...]  # per replica [requests/s]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": str(self.out_dir), "files": [str(f) for f in self.files], "requests": self.requests,
+                "trace_rate_rps": self.trace_rate_rps, "observed_rate_rps": self.observed_rate_rps,
+                "peak_hour_qps": self.peak_hour_qps, "rates_rps": list(self.rates_rps)}
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """The export's settings (parsed once at the command line)."""
+
+    model: str
+    days: int
+    out_dir: Path
+    targets: SloTargets
+    pool: str | None = None
+    rate_rps: float | None = None  # time-scale the trace to this rate; None keeps production timing
+    replicas: int = 1
+    zones: int = 1
+    zones_lost: int = 0
+    step_minutes: float = 10.0
+    soak_minutes: float = 60.0
+
+
+def write_jsonl(path: Path, columns: dict[str, np.ndarray]) -> None:
+    """One JSON object per line with these integer columns, in this order."""
+    names = list(columns)
+    rows = zip(*(np.asarray(columns[n], dtype=np.int64).tolist() for n in names), strict=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(dict(zip(names, row, strict=True))) + "\n" for row in rows)
+
+
+def _trace(arrivals: Arrivals, rate_rps: float | None) -> dict[str, np.ndarray]:
+    return {"timestamp": scaled_offsets_ms(arrivals.offset_us, rate_rps),
+            "input_length": arrivals.input_tokens, "output_length": arrivals.output_tokens}
+
+
+def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> ExportResult:
+    """Write the trace, the lengths and PLAN.md for ``request.model``'s last ``request.days`` days.
+
+    Raises
+    ------
+    capplan.loadtest.logs.LogsError
+        The logs hold no request of the model, or fewer than two in the window.
+    """
+    window = recent_window(con, request.model, request.days)
+    profile = production_profile(con, window)
+    arrivals = read_arrivals(con, window)
+    observed = arrival_rate_rps(arrivals.offset_us)
+    trace = _trace(arrivals, request.rate_rps)
+    out = Path(request.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / TRACE_FILE, trace)
+    write_jsonl(out / LENGTHS_FILE, {"input_length": arrivals.input_tokens, "output_length": arrivals.output_tokens})
+    summaries = {"input_tokens": length_summary(arrivals.input_tokens),
+                 "output_tokens": length_summary(arrivals.output_tokens)}
+    (out / SUMMARY_FILE).write_text(json.dumps({"model": request.model, "requests": len(arrivals.offset_us),
+                                                **summaries}, indent=2) + "\n", encoding="utf-8")
+    rates = tuple(sweep_rates_rps(profile.peak_hour_qps, request.replicas))
+    trace_rate = request.rate_rps or observed
+    plan = render_plan(RunbookInputs(
+        pool=request.pool or request.model, model=request.model, since_utc=str(window.since_utc),
+        until_utc=str(window.until_utc), days=request.days, requests=len(arrivals.offset_us),
+        peak_hour_qps=profile.peak_hour_qps, replicas=request.replicas, zones=request.zones,
+        zones_lost=request.zones_lost, rates_rps=rates, ttft_ms_max=request.targets.ttft_ms_max,
+        tpot_ms_max=request.targets.tpot_ms_max, percentile=request.targets.percentile,
+        max_error_rate=request.targets.max_error_rate, step_minutes=request.step_minutes,
+        soak_minutes=request.soak_minutes, input_summary=summaries["input_tokens"],
+        output_summary=summaries["output_tokens"], trace_file=TRACE_FILE, trace_rate_rps=trace_rate,
+        trace_duration_s=float(trace["timestamp"][-1]) / 1000.0))  # ms -> s
+    (out / PLAN_FILE).write_text(plan, encoding="utf-8")
+    files = tuple(out / name for name in (TRACE_FILE, LENGTHS_FILE, SUMMARY_FILE, PLAN_FILE))
+    return ExportResult(out, files, len(arrivals.offset_us), trace_rate, observed, profile.peak_hour_qps, rates)

@@ -1,0 +1,103 @@
+"""``capplan loadtest import|show|export`` end to end on the real files and generated logs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from capplan.cli import app
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "loadtests"
+runner = CliRunner()
+
+
+def _invoke(*args):
+    return runner.invoke(app, ["loadtest", *map(str, args)])
+
+
+def _sweep_file(tmp_path: Path) -> Path:
+    """A vLLM --append-result JSONL of five rates whose p99 TTFT crosses 1,000 ms between 3 and 4 requests/s."""
+    lines = []
+    for rate, ttft in ((1, 200.0), (2, 400.0), (3, 700.0), (4, 1300.0), (5, 4000.0)):
+        lines.append(json.dumps({"model_id": "m", "request_rate": rate, "burstiness": 1.0, "duration": 100.0,
+                                 "completed": rate * 100, "failed": 0, "total_input_tokens": rate * 50_000,
+                                 "total_output_tokens": rate * 10_000, "request_throughput": float(rate),
+                                 "output_throughput": rate * 100.0, "mean_ttft_ms": ttft / 2, "p99_ttft_ms": ttft,
+                                 "mean_tpot_ms": 10.0, "p99_tpot_ms": 20.0}))
+    path = tmp_path / "sweep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_import_then_show_gives_the_capacity_per_replica_and_gpu(tmp_path):
+    db = tmp_path / "t.duckdb"
+    path = _sweep_file(tmp_path)
+    first = _invoke("import", path, "--db", db, "--pool", "chat", "--replicas", "2", "--gpus-per-replica", "4",
+                    "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["files"][0] | {"path": None} == {
+        "path": None, "status": "imported", "tool": "vllm", "runs": 5, "pool": "chat"}
+    again = _invoke("import", path, "--db", db, "--json")
+    assert json.loads(again.stdout)["files"][0]["status"] == "unchanged"
+    shown = _invoke("show", "--db", db, "--ttft-ms-max", "1000", "--json")
+    assert shown.exit_code == 0, shown.output
+    sweep, = json.loads(shown.stdout)["sweeps"]
+    assert sweep["capacity"]["kind"] == "interpolated" and sweep["capacity"]["requests_per_s"] == pytest.approx(3.5)
+    assert sweep["requests_per_s_per_replica"] == pytest.approx(1.75)
+    assert sweep["requests_per_s_per_gpu"] == pytest.approx(3.5 / 8)
+    assert sweep["clean"] is True
+    table = _invoke("show", "--db", db, "--ttft-ms-max", "1000")
+    assert table.exit_code == 0 and "interpolated" in table.output
+
+
+def test_show_defaults_to_the_config_ttft_threshold(tmp_path):
+    db = tmp_path / "t.duckdb"
+    _invoke("import", _sweep_file(tmp_path), "--db", db)
+    config = tmp_path / "capplan.toml"
+    config.write_text("[[slos]]\nname = \"fast\"\nttft_threshold_ms = 550.0\n")
+    shown = json.loads(_invoke("show", "--db", db, "--config", config, "--json").stdout)
+    assert shown["targets"]["ttft_ms_max"] == 550.0
+    assert shown["sweeps"][0]["capacity"]["requests_per_s"] == pytest.approx(2.5)  # 2 + (550 - 400) / 300
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"real load-test files not present at {SHARED}")
+def test_every_real_file_imports_and_flags_show(tmp_path):
+    db = tmp_path / "t.duckdb"
+    files = sorted(p for p in SHARED.rglob("*") if p.suffix in (".json", ".jsonl"))
+    result = _invoke("import", *files, "--db", db, "--json")
+    assert result.exit_code == 0, result.output
+    assert sum(f["runs"] for f in json.loads(result.stdout)["files"]) == 33
+    shown = json.loads(_invoke("show", "--db", db, "--json").stdout)
+    flags = {f["name"] for r in shown["runs"] for f in r["flags"]}
+    assert {"closed_loop", "starved", "under_paced"} <= flags
+
+
+def test_errors_are_one_line_with_an_exit_code(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = _invoke("import", bad, "--db", tmp_path / "t.duckdb")
+    assert result.exit_code == 1 and "bad.json: not a load-test layout" in result.output
+    assert _invoke("import", tmp_path / "missing.json", "--db", tmp_path / "t.duckdb").exit_code == 2
+    assert _invoke("import", bad, "--tool", "locust").exit_code == 2
+    assert _invoke("show", "--db", tmp_path / "none.duckdb").exit_code == 1
+
+
+def test_export_on_generated_logs(tmp_path):
+    from capplan.sample import SampleSpec, write_sample
+
+    logs = write_sample(SampleSpec(start=dt.date(2026, 3, 2), days=2, requests_per_day=2000, seed=5),
+                        tmp_path / "requests.parquet")
+    db = tmp_path / "logs.duckdb"
+    assert runner.invoke(app, ["ingest", str(logs.paths[0]), "--db", str(db)]).exit_code == 0
+    out = tmp_path / "next"
+    result = _invoke("export", "--db", db, "--days", "1", "--out", out, "--rate", "3", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["trace_rate_rps"] == 3.0 and len(payload["rates_rps"]) == 6
+    assert {p.name for p in out.iterdir()} == {"trace.jsonl", "lengths.jsonl", "lengths.json", "PLAN.md"}
+    missing = _invoke("export", "--db", db, "--model", "nope", "--out", out)
+    assert missing.exit_code == 1 and "models there" in missing.output
