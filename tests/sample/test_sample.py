@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 from dataclasses import replace
@@ -84,6 +85,36 @@ def test_same_seed_same_bytes(tmp_path: Path, name: str):
                for d, s in (("a", spec), ("b", spec), ("c", replace(spec, seed=10))))
     assert a.read_bytes() == b.read_bytes()
     assert a.read_bytes() != c.read_bytes()
+
+
+#: SHA-256 of each file written for PINNED_SPEC split by month, per format, and of its ground truth
+#: as sorted JSON. Pinned before capplan/sample was split into modules (same spec and seed, same
+#: bytes). Parquet and zstd bytes also depend on the pyarrow pinned in constraints.txt.
+PINNED_SHA256 = {
+    "r.parquet": {"r-2026-08.parquet": "7cd9c5d225753128f6aea7d09a50bf36ab40f3ce44704c6c4dcaf2f4478cab38",
+                  "r-2026-09.parquet": "529bbe1fa2115d041cbcc788323a787d144265b7567ffc61e77a01b6bec1e40a"},
+    "r.csv": {"r-2026-08.csv": "537fcf11bfb002340881ee796a909ff4d3c3236600558b0da3196b2b8f600d4a",
+              "r-2026-09.csv": "3b15489930b1c2b7c026033fbf873ffa4f426916d769a3492f6acd8f00bb6516"},
+    "r.csv.gz": {"r-2026-08.csv.gz": "cc314ad7cfaee0f53a017518c9e0bbb20dfe5c16941daf02b8c34c62e12573c6",
+                 "r-2026-09.csv.gz": "beb306c5ac1a382d20c9c2b652630e48a80f837c571afd8a9295fec7ea00d685"},
+    "r.jsonl": {"r-2026-08.jsonl": "ef9538451e3d6f5d6426482221f8ba496044111da9859c37378d969cc1cee598",
+                "r-2026-09.jsonl": "25445a8abb875070ceb4fdf497b9f30a0901526b5027ec444219c58f99c63a09"},
+    "r.ndjson.zst": {"r-2026-08.ndjson.zst": "9a897ab4bc13c482993f073b8eb9941ea4725314a97dc8bad5536867ce248a38",
+                     "r-2026-09.ndjson.zst": "9164d205a19b567769be3a71fbe49f3ef49a06d907a90b29468eeb2a6f5756f0"},
+}
+PINNED_TRUTH_SHA256 = "67223cf1d11ff20dc9a0f324f8a1fb952aa167e96703105b3660771ba65f2509"
+PINNED_SPEC = SampleSpec(date(2026, 8, 31), 2, 1_500, seed=13,
+                         incidents=[Incident(datetime(2026, 8, 31, 14), 90, 0.3, 2.5)],
+                         drift=Drift("llama-3.1-70b", "input", datetime(2026, 9, 1, 6, tzinfo=UTC), 1.4))
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_SHA256))
+def test_small_sample_bytes_are_pinned(tmp_path: Path, name: str):
+    """Same spec and seed give these exact bytes in every format (two months, an incident, drift)."""
+    result = write_sample(PINNED_SPEC, tmp_path / name, split="month")
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in result.paths} == PINNED_SHA256[name]
+    truth = json.dumps(result.truth.to_dict(), sort_keys=True).encode()
+    assert hashlib.sha256(truth).hexdigest() == PINNED_TRUTH_SHA256
 
 
 def test_a_day_does_not_depend_on_the_days_around_it():
