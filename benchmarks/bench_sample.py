@@ -41,7 +41,8 @@ def _spec(rows: int, days: int):
 
 
 def _phase(name: str, rows: int, days: int, out_dir: Path) -> dict:
-    from capplan.sample import _Sink, generate_day, iter_days, write_sample
+    from capplan.sample import generate_day, iter_days, write_sample
+    from capplan.sample.write import _Sink
 
     spec = _spec(rows, days)
     began, cpu_began = time.perf_counter(), time.process_time()
