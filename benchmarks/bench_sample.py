@@ -1,4 +1,4 @@
-"""Speed and peak memory of the synthetic log generator (capplan/sample.py), run on demand.
+"""Speed and peak memory of the synthetic log generator (capplan/sample/), run on demand.
 
     .venv/bin/python benchmarks/bench_sample.py --rows 10_000_000 --days 10 --csv
     .venv/bin/python benchmarks/bench_sample.py --rows 20_000_000 --days 20 --phases write   # memory stays flat
