@@ -14,10 +14,10 @@ import numpy as np
 
 from capplan.sizing import capacity, queueing
 from capplan.sizing.catalogue import get_gpu, get_model
-from capplan.sizing.fleet import size_fleet
+from capplan.sizing.fleet import FleetSpec, size_fleet
 
 GOLDEN = dict(peak_qps=2_000_000 / 86_400 * 4, latency_s=6, output_tokens_per_request=400,
-              gpu_output_tokens_per_s=2_000, target_utilisation=0.6, seqs_per_gpu=40, spares=1)
+              spec=FleetSpec(gpu_output_tokens_per_s=2_000, target_utilisation=0.6, seqs_per_gpu=40, spares=1))
 
 
 def per_call_s(fn, number: int, repeat: int = 7) -> float:
@@ -33,7 +33,7 @@ def main() -> None:
         "size_fleet, golden inputs": (lambda: size_fleet(**GOLDEN), 2_000),
         "size_fleet, catalogue GPU + 70B model": (
             lambda: size_fleet(peak_qps=92.6, latency_s=6, output_tokens_per_request=400, input_tokens_per_request=1500,
-                               gpu=gpu, model=model, zones=3, zones_lost=1), 2_000),
+                               spec=FleetSpec(gpu=gpu, model=model, zones=3, zones_lost=1)), 2_000),
         "get_gpu (cached catalogue lookup)": (lambda: get_gpu("H100-SXM-80GB"), 2_000),
         "erlang_c, 400 servers": (lambda: queueing.erlang_c(400, 372), 5_000),
         "max_utilisation_for_latency_target (brentq)": (

@@ -8,16 +8,24 @@ naming the key, the value and what was expected. Every assumed figure
 description, so reports can list it as *assumed* beside the *measured* figures.
 
 Each stage owns its section class below; add fields there, with a
-``description`` and units in the name (``_s``, ``_ms``, ``_usd``, ``_fraction``).
+``description``, units in the name (``_s``, ``_ms``, ``_usd``, ``_fraction``) and the
+unit declared once as ``json_schema_extra={"unit": ...}`` (read by :func:`field_unit`,
+e.g. for the report's assumptions table). A new ``[sizing]`` setting is a field of
+:class:`SizingConfig` with the name of a :class:`capplan.sizing.fleet.FleetSpec` field:
+:meth:`SizingConfig.fleet_spec` copies it across by name.
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    from capplan.sizing.fleet import FleetSpec
 
 REPO_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -28,6 +36,16 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: What :func:`field_unit` gives for a field without a unit (a name, a path, a choice).
+NO_UNIT = "—"
+
+
+def field_unit(section: type[BaseModel], name: str) -> str:
+    """The unit declared on ``section``'s field ``name`` (``json_schema_extra={"unit": ...}``), else :data:`NO_UNIT`."""
+    extra = section.model_fields[name].json_schema_extra
+    return extra.get("unit", NO_UNIT) if isinstance(extra, dict) else NO_UNIT
 
 
 class DatabaseConfig(_Section):
@@ -49,38 +67,45 @@ class SourceConfig(_Section):
 class IngestConfig(_Section):
     sources: list[SourceConfig] = Field(default_factory=list)
     context_limit_tokens: int = Field(
-        131_072, gt=0, description="Rows with input+output tokens above this are quarantined. [tokens]")
+        131_072, gt=0, description="Rows with input+output tokens above this are quarantined.",
+        json_schema_extra={"unit": "tokens"})
     on_changed_file: Literal["refuse", "replace"] = Field(
         "refuse", description="What to do when a path already ingested now has different content.")
     future_tolerance_s: float = Field(
-        300.0, ge=0, description="Rows stamped later than ingest time plus this are quarantined. [s]")
+        300.0, ge=0, description="Rows stamped later than ingest time plus this are quarantined.",
+        json_schema_extra={"unit": "s"})
     duplicate_id_window_s: float | None = Field(
         86_400.0, gt=0, description="A request id already loaded from another file makes a row a duplicate when "
                                     "that earlier row arrived within this many seconds of the file's time span: "
                                     "only that slice of `requests` is read, so the check does not grow with the "
-                                    "database; null compares with every id ever loaded. [s]")
+                                    "database; null compares with every id ever loaded.",
+                                    json_schema_extra={"unit": "s"})
     contract_check: Literal["sample", "all", "off"] = Field(
         "sample", description="Re-validate loaded rows against the pandera RequestRow contract: the first "
                               "contract_sample_rows of each file, every row (in bounded chunks), or not at all.")
     contract_sample_rows: int = Field(
-        100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk. [rows]")
+        100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk.",
+        json_schema_extra={"unit": "rows"})
     memory_limit_mib: int | None = Field(
         1024, gt=0, description="DuckDB memory limit while a file is ingested: the duplicate-id hash table and "
                                 "the inserts spill to disk beyond it, so peak memory does not grow with the "
                                 "file; a lower limit already set on the database is kept; null keeps DuckDB's "
-                                "own limit (80 % of RAM). [MiB]")
+                                "own limit (80 % of RAM).", json_schema_extra={"unit": "MiB"})
 
 
 class ProfileConfig(_Section):
     ttft_threshold_ms: float = Field(
-        2_000.0, gt=0, description="A request is 'good' if successful and TTFT <= this. [ms]")
+        2_000.0, gt=0, description="A request is 'good' if successful and TTFT <= this.",
+        json_schema_extra={"unit": "ms"})
     empty_hours: Literal["missing", "zero"] = Field(
         "missing", description="Hours with no rows inside the span: a logging gap or true zero traffic.")
 
 
 class ForecastConfig(_Section):
-    horizon_months: int = Field(3, ge=1, le=24, description="How many months ahead to plan. [months]")
-    levels: tuple[int, ...] = Field((80, 95), description="Prediction-interval levels. [%]")
+    horizon_months: int = Field(3, ge=1, le=24, description="How many months ahead to plan.",
+                                json_schema_extra={"unit": "months"})
+    levels: tuple[int, ...] = Field((80, 95), description="Prediction-interval levels.",
+                                    json_schema_extra={"unit": "%"})
 
 
 class SizingConfig(_Section):
@@ -89,29 +114,65 @@ class SizingConfig(_Section):
     gpu_catalogue: Path = Field(REPO_DATA_DIR / "gpus.toml", description="GPU catalogue (TOML).")
     model_catalogue: Path = Field(REPO_DATA_DIR / "models.toml", description="Model catalogue (TOML).")
     target_utilisation: float = Field(
-        0.6, gt=0, le=1, description="ASSUMED fraction of per-GPU peak throughput used at peak load.")
-    spares: int = Field(1, ge=0, description="N+k: spare GPUs (or replicas) beyond the need. [count]")
-    zones: int = Field(1, ge=1, description="Availability zones the fleet is spread over. [count]")
-    zones_lost: int = Field(0, ge=0, description="Zones whose loss the fleet must survive. [count]")
-    growth_safety_factor: float = Field(1.0, ge=1, description="Multiplier for forecast error. [ratio]")
+        0.6, gt=0, le=1, description="ASSUMED share of per-GPU peak throughput and KV slots used at peak load.",
+        json_schema_extra={"unit": "fraction"})
+    spares: int = Field(1, ge=0, description="N+k: spare GPUs (or replicas) beyond the need.",
+                        json_schema_extra={"unit": "count"})
+    zones: int = Field(1, ge=1, description="Availability zones the fleet is spread over.",
+                       json_schema_extra={"unit": "count"})
+    zones_lost: int = Field(0, ge=0, description="Zones whose loss the fleet must survive.",
+                            json_schema_extra={"unit": "count"})
+    growth_safety_factor: float = Field(1.0, ge=1, description="Multiplier for forecast error.",
+                                        json_schema_extra={"unit": "ratio"})
     rollout_surge_fraction: float = Field(
-        0.0, ge=0, description="Extra capacity during rolling deploys. [fraction of need]")
-    warm_pool_gpus: int = Field(0, ge=0, description="Idle pre-loaded GPUs kept for bursts. [count]")
+        0.0, ge=0, description="Extra capacity during rolling deploys.",
+        json_schema_extra={"unit": "fraction of need"})
+    warm_pool_gpus: int = Field(0, ge=0, description="Idle pre-loaded GPUs kept for bursts.",
+                                json_schema_extra={"unit": "count"})
     tensor_parallel: int | None = Field(
-        None, ge=1, description="GPUs per replica; None = the smallest degree the model fits in. [count]")
+        None, ge=1, description="GPUs per replica; None = the smallest degree the model fits in.",
+        json_schema_extra={"unit": "count"})
     kv_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"] = Field(
         "bf16", description="KV-cache element type.")
     weights_dtype: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"] = Field(
         "bf16", description="Model-weights element type.")
     memory_reserve_fraction: float = Field(
-        0.1, ge=0, lt=1, description="ASSUMED GPU memory kept from the KV cache (activations, runtime). [fraction]")
-    kv_block_size_tokens: int = Field(16, ge=1, description="Paged-attention block size. [tokens]")
+        0.1, ge=0, lt=1, description="ASSUMED GPU memory kept from the KV cache (activations, runtime).",
+        json_schema_extra={"unit": "fraction"})
+    kv_block_size_tokens: int = Field(16, ge=1, description="Paged-attention block size.",
+                                      json_schema_extra={"unit": "tokens"})
+
+    def fleet_spec(self, **overrides: Any) -> FleetSpec:
+        """The :class:`~capplan.sizing.fleet.FleetSpec` of these settings; ``overrides`` (e.g. CLI flags) win.
+
+        Every field but the catalogue paths is copied by name (``gpu`` and ``model`` are
+        looked up in their catalogues); an override of ``None`` keeps the setting, and an
+        override may also set a FleetSpec field that is not a setting (``seqs_per_gpu``, …).
+
+        Raises
+        ------
+        capplan.sizing.catalogue.CatalogueError
+            If the GPU or model key is not in its catalogue.
+        TypeError
+            If an override names no FleetSpec field.
+        """
+        from capplan.sizing.catalogue import get_gpu, get_model
+        from capplan.sizing.fleet import FleetSpec
+
+        settings = self.model_dump(exclude={"gpu_catalogue", "model_catalogue"})
+        settings |= {name: value for name, value in overrides.items() if value is not None}
+        unknown = set(settings) - {f.name for f in fields(FleetSpec)}
+        if unknown:
+            raise TypeError(f"no FleetSpec field named {', '.join(sorted(unknown))}")
+        return FleetSpec(**settings | {"gpu": get_gpu(settings["gpu"], self.gpu_catalogue),
+                                       "model": get_model(settings["model"], self.model_catalogue)})
 
 
 class CostConfig(_Section):
     price_book: Path = Field(REPO_DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
     interruptible_share: float = Field(
-        0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption. [fraction]")
+        0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption.",
+        json_schema_extra={"unit": "fraction"})
     interruptible_models: list[str] = Field(
         default_factory=list, description="Models whose requests are batch/offline and may run on spot.")
     interruptible_tenants: list[str] = Field(
@@ -126,9 +187,12 @@ class BurnRateAlertConfig(_Section):
     """One multi-window burn-rate alert rule (SRE Workbook ch. 5)."""
 
     severity: Literal["page", "ticket"] = Field(description="What the alert does: page a human or open a ticket.")
-    long_window_minutes: int = Field(ge=1, description="Long window; gives significance. [min]")
-    short_window_minutes: int = Field(ge=1, description="Short window; lets the alert reset soon. [min]")
-    burn_rate_threshold: float = Field(gt=0, description="Both windows' burn rates must reach this. [ratio]")
+    long_window_minutes: int = Field(ge=1, description="Long window; gives significance.",
+                                     json_schema_extra={"unit": "min"})
+    short_window_minutes: int = Field(ge=1, description="Short window; lets the alert reset soon.",
+                                      json_schema_extra={"unit": "min"})
+    burn_rate_threshold: float = Field(gt=0, description="Both windows' burn rates must reach this.",
+                                       json_schema_extra={"unit": "ratio"})
 
 
 def _workbook_alerts() -> list[BurnRateAlertConfig]:
@@ -142,44 +206,52 @@ def _workbook_alerts() -> list[BurnRateAlertConfig]:
 
 class SloConfig(_Section):
     name: str = Field("availability", description="SLO name.")
-    target: float = Field(0.999, gt=0, lt=1, description="Fraction of good events promised. [fraction]")
-    window_days: int = Field(30, ge=1, description="Rolling window. [days]")
+    target: float = Field(0.999, gt=0, lt=1, description="Fraction of good events promised.",
+                          json_schema_extra={"unit": "fraction"})
+    window_days: int = Field(30, ge=1, description="Rolling window.", json_schema_extra={"unit": "days"})
     ttft_threshold_ms: float | None = Field(
-        None, gt=0, description="If set, a good event also needs TTFT <= this. [ms]")
+        None, gt=0, description="If set, a good event also needs TTFT <= this.", json_schema_extra={"unit": "ms"})
     kind: Literal["request", "time"] = Field("request", description="Request-based or bad-minutes SLO.")
     model: str | None = Field(None, description="Only requests to this model count; None = all models.")
     count_client_errors: bool = Field(
         False, description="If false, 4xx other than 408 and 429 are not valid events (the caller's fault).")
     bad_minute_below_fraction: float = Field(
         0.99, gt=0, le=1,
-        description="Time-based SLOs: a minute with traffic is bad if its good fraction is below this. [fraction]")
+        description="Time-based SLOs: a minute with traffic is bad if its good fraction is below this.",
+        json_schema_extra={"unit": "fraction"})
     alerts: list[BurnRateAlertConfig] = Field(
         default_factory=_workbook_alerts,
         description="Multi-window burn-rate rules; default: the SRE Workbook's 14.4x/1h, 6x/6h pages, 1x/3d ticket.")
 
 
 class DriftConfig(_Section):
-    window_days: int = Field(7, ge=1, description="Comparison window length. [days]")
-    baseline_days: int = Field(28, ge=1, description="Baseline window length before it. [days]")
+    window_days: int = Field(7, ge=1, description="Comparison window length.", json_schema_extra={"unit": "days"})
+    baseline_days: int = Field(28, ge=1, description="Baseline window length before it.",
+                               json_schema_extra={"unit": "days"})
     psi_threshold: float = Field(
         0.02, gt=0,
         description="Population stability index a window must reach to alert; a +30 % shift of a log-normal "
-                    "with sigma 1.0 gives 0.069, or 0.037 when the window holds it 5 days of 7. [dimensionless]")
+                    "with sigma 1.0 gives 0.069, or 0.037 when the window holds it 5 days of 7.",
+                    json_schema_extra={"unit": "dimensionless"})
     relative_mean_change_threshold: float = Field(
-        0.1, gt=0, description="|mean(window)/mean(baseline) - 1| a window must reach to alert. [fraction]")
+        0.1, gt=0, description="|mean(window)/mean(baseline) - 1| a window must reach to alert.",
+        json_schema_extra={"unit": "fraction"})
     p_value_threshold: float = Field(
-        1e-3, gt=0, lt=1, description="Two-sample (chi-square homogeneity) p-value a window must fall below. [probability]")
+        1e-3, gt=0, lt=1, description="Two-sample (chi-square homogeneity) p-value a window must fall below.",
+        json_schema_extra={"unit": "probability"})
     min_requests_per_window: int = Field(
-        500, ge=1, description="Windows (or baselines) with fewer requests are not tested. [requests]")
+        500, ge=1, description="Windows (or baselines) with fewer requests are not tested.",
+        json_schema_extra={"unit": "requests"})
 
 
 class ReportConfig(_Section):
     out_dir: Path = Field(Path("reports/out"), description="Reports go to <out_dir>/<YYYY-MM>/.")
     measured_window_days: int = Field(
         28, ge=1, description="The plan measures token lengths, latency and burst ratio over this many most "
-                              "recent days of logs. [days]")
+                              "recent days of logs.", json_schema_extra={"unit": "days"})
     kv_tokens_quantile: float = Field(
-        0.95, gt=0, lt=1, description="Quantile of input+output tokens each KV-cache slot is sized for. [fraction]")
+        0.95, gt=0, lt=1, description="Quantile of input+output tokens each KV-cache slot is sized for.",
+        json_schema_extra={"unit": "fraction"})
 
 
 class ScheduleConfig(_Section):
@@ -198,19 +270,20 @@ class ClusterConfig(_Section):
     scheduler_address: str | None = Field(
         None, description="Address of an existing Dask scheduler, e.g. 'tcp://10.0.0.5:8786'; None starts a "
                           "LocalCluster on this machine.")
-    n_workers: int = Field(2, ge=1, description="LocalCluster worker processes. [count]")
+    n_workers: int = Field(2, ge=1, description="LocalCluster worker processes.", json_schema_extra={"unit": "count"})
     threads_per_worker: int = Field(1, ge=1, description="LocalCluster threads per worker (partitions at once "
-                                                         "per worker). [count]")
+                                                         "per worker).", json_schema_extra={"unit": "count"})
     processes: bool = Field(
         False, description="LocalCluster workers are threads of this process (false: DuckDB runs outside the GIL, "
                            "and tasks reach Prefect's temporary server) or processes (true: needs PREFECT_API_URL "
                            "of a running Prefect server, or each worker starts its own).")
     duckdb_threads_per_partition: int | None = Field(
         None, ge=1, description="DuckDB threads a partition's roll-up may use; None = this machine's cores "
-                                "shared over the partitions rolled up at once (all of a remote worker's). [count]")
+                                "shared over the partitions rolled up at once (all of a remote worker's).",
+                                json_schema_extra={"unit": "count"})
     duckdb_memory_limit_gib: float | None = Field(
         None, gt=0, description="DuckDB memory limit per partition roll-up before it spills to disk; None = "
-                                "DuckDB's default (80 % of RAM). [GiB]")
+                                "DuckDB's default (80 % of RAM).", json_schema_extra={"unit": "GiB"})
     sources: list[SourceConfig] = Field(
         default_factory=list,
         description="Partitioned sources: each path is a Hive folder (dt=YYYY-MM-DD/...) or a file glob (one "

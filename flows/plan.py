@@ -1,7 +1,8 @@
 """The monthly capacity plan: one Prefect flow from request logs to a finance-ready report.
 
 Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
-folders or file lists; a sub-flow on the ``[cluster]`` task runner) → profile → measure → forecast
+folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
+roll-ups (the one step that writes them) → profile → measure → forecast
 → size → cost → SLO → drift → charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
@@ -15,12 +16,14 @@ from datetime import UTC, datetime
 from prefect import flow
 
 from capplan.config import CapplanConfig
-from capplan.plan import ingest_notes, plan_months
+from capplan.plan.assumptions import assumptions_table
+from capplan.plan.calendar import plan_months
+from capplan.plan.notes import ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
-from capplan.flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift, forecast_qps,
-                         measure_request_mix, notify_flow, profile_traffic, publish_artifacts, size_months,
-                         write_report_files)
+from capplan.flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift,
+                                 forecast_qps, measure_request_mix, notify_flow, profile_traffic, publish_artifacts,
+                                 refresh_profile, size_months, write_report_files)
 from capplan.reports.assemble import ReportInputs
 
 
@@ -29,7 +32,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     """Plan GPUs and cost for ``[forecast].horizon_months`` months from ``month`` (``YYYY-MM``).
 
     ``month`` defaults to the month after the last complete month of data
-    (:func:`capplan.plan.plan_months`). Returns the report folder.
+    (:func:`capplan.plan.calendar.plan_months`). Returns the report folder.
     """
     ingested = ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
     notes = ingest_notes(ingested)
@@ -39,16 +42,19 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
         notes += [f"partitioned source: {pattern}: no such file or partition folder" for pattern in rolled.missing]
     for note in notes:
         announce("ingest", note)
+    refresh_profile(config)
     hourly, daily = profile_traffic(config)
     measured = measure_request_mix(config, hourly)
     months = plan_months(measured.last_ts_utc, config.forecast.horizon_months, month)
     forecast = forecast_qps(hourly, months, config)
-    fleet = size_months(forecast, months, config, measured)
-    costs = cost_months(forecast, months, config, measured)
+    spec = config.sizing.fleet_spec()
+    sized = size_months(forecast, months, spec, measured)
+    costs = cost_months(forecast, months, config, spec, measured)
     slos = check_slos(config)
     drift = find_drift(config)
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, measured=measured,
-                          forecast=forecast, fleet=fleet, costs=costs, slos=slos, drift=drift,
+                          assumptions=assumptions_table(config, measured.table()), forecast=forecast,
+                          sized=sized, costs=costs, slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)

@@ -23,15 +23,17 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NONE
 
-from capplan import plan
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
+from capplan.plan import costing, evidence, fleet, inputs, traffic
+from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
+from capplan.sizing.fleet import FleetSpec
 
 #: Stage names in run order, as the progress display shows them.
-STAGES = ("ingest", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
+STAGES = ("ingest", "refresh-profile", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
           "artifacts")
 
 
@@ -80,54 +82,61 @@ def _stage(name: str, retries: int = 0) -> Callable:
                 on_completion=[notify], on_failure=[notify])
 
 
+@_stage("refresh-profile", retries=2)
+def refresh_profile(cfg: CapplanConfig) -> int:
+    """Bring the profile roll-ups up to date with the ingested requests (the one step that writes them)."""
+    with connect(cfg.database.path) as con:
+        return refresh_rollups(con)
+
+
 @_stage("profile", retries=2)
 def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Refresh the profile roll-ups; return hourly and daily traffic of all models together."""
-    with connect(cfg.database.path) as con:
-        return plan.profile_all_models(con, cfg)
+    """Read hourly and daily traffic of all models together from the profile roll-ups."""
+    with connect(cfg.database.path, read_only=True) as con:
+        return traffic.all_models_traffic(con, cfg)
 
 
 @_stage("measure", retries=2)
-def measure_request_mix(cfg: CapplanConfig, hourly: pd.DataFrame) -> plan.MeasuredInputs:
-    """Measure token lengths, latency, KV tokens and burst ratio from the recent logs."""
-    with connect(cfg.database.path) as con:
-        return plan.measure_inputs(con, hourly, cfg)
+def measure_request_mix(cfg: CapplanConfig, hourly: pd.DataFrame) -> inputs.MeasuredInputs:
+    """Measure token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
+    with connect(cfg.database.path, read_only=True) as con:
+        return inputs.measure_inputs(con, hourly, cfg)
 
 
 @_stage("forecast")
 def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig) -> pd.DataFrame:
     """Forecast hourly mean QPS to the end of the last planned month."""
-    return plan.forecast_hourly_qps(hourly, months, cfg)
+    return traffic.forecast_hourly_qps(hourly, months, cfg)
 
 
 @_stage("size")
-def size_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
-                measured: plan.MeasuredInputs) -> pd.DataFrame:
+def size_months(forecast: pd.DataFrame, months: list[str], spec: FleetSpec,
+                measured: inputs.MeasuredInputs) -> fleet.SizedFleet:
     """Size the fleet for each month's P10/P50/P90 peak."""
-    return plan.fleet_by_month(forecast, months, cfg, measured)
+    return fleet.size_months(forecast, months, spec, measured)
 
 
 @_stage("cost")
-def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig,
-                measured: plan.MeasuredInputs) -> dict:
+def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig, spec: FleetSpec,
+                measured: inputs.MeasuredInputs) -> dict:
     """Price the hourly fleet at P10/P50/P90 with one reserved commitment."""
-    hours_utc, need = plan.hourly_need_gpus(forecast, months, cfg, measured)
-    volumes = plan.hourly_volumes(forecast, months, measured)
-    return plan.cost_by_level(hours_utc, need, cfg, measured, volumes)
+    hours_utc, need = fleet.hourly_need_gpus(forecast, months, spec, measured)
+    volumes = costing.hourly_volumes(forecast, months, measured)
+    return costing.cost_by_level(hours_utc, need, cfg, measured, volumes)
 
 
 @_stage("slo", retries=2)
-def check_slos(cfg: CapplanConfig) -> list[plan.SloEvidence]:
+def check_slos(cfg: CapplanConfig) -> list[evidence.SloEvidence]:
     """Error-budget status, burn-down and alert episodes of every configured SLO."""
     with connect(cfg.database.path) as con:
-        return plan.slo_evidence(con, cfg)
+        return evidence.slo_evidence(con, cfg)
 
 
 @_stage("drift", retries=2)
-def find_drift(cfg: CapplanConfig) -> plan.DriftEvidence:
+def find_drift(cfg: CapplanConfig) -> evidence.DriftEvidence:
     """Token-length distributions of the baseline and recent windows, and the drift findings."""
     with connect(cfg.database.path) as con:
-        return plan.drift_evidence(con, cfg)
+        return evidence.drift_evidence(con, cfg)
 
 
 @_stage("charts")

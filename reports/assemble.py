@@ -1,8 +1,10 @@
 """Turn the stages' results into a :class:`~reports.document.PlanReport`: headline, budget, charts, evidence.
 
-Nothing here computes a capacity or a price: the numbers come from the
-stage results gathered in :class:`ReportInputs` and are only arranged, so the
-report's headline is by construction what the stage functions returned.
+Nothing here computes a capacity, a latency or a price, and nothing re-runs a stage:
+the numbers come from the stage results gathered in :class:`ReportInputs` (the
+fleet per month and the first month's P50 fleet with its latency curve from the size
+stage, the cost plans, the assumptions table) and are only arranged, so the report's
+headline is by construction what the stage functions returned.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from capplan import plan
 from capplan.config import CapplanConfig
+from capplan.plan.evidence import DriftEvidence, SloEvidence
+from capplan.plan.fleet import SizedFleet
+from capplan.plan.inputs import MeasuredInputs
 from capplan.reports import charts
 from capplan.reports.document import Chart, PlanReport, Table
 from capplan.sizing.cost.plan import OPTIONS, CostPlan
@@ -32,12 +36,13 @@ class ReportInputs:
     months: list[str]
     hourly: pd.DataFrame                 # hour_utc, avg_qps, peak_second_qps, is_gap (all models)
     daily: pd.DataFrame                  # day, peak_qps, avg_qps
-    measured: plan.MeasuredInputs
+    measured: MeasuredInputs
+    assumptions: pd.DataFrame            # capplan.plan.assumptions.assumptions_table: name, value, unit, source
     forecast: pd.DataFrame               # ForecastFrame indexed by hour, attrs from the forecasting stage
-    fleet: pd.DataFrame                  # size_months: month, qps_p*, gpus_p*, gpus_throughput, gpus_memory, binding
+    sized: SizedFleet                    # the size stage: months (MonthlyFleet), first_p50 and its latency curve
     costs: dict[str, CostPlan]           # P10/P50/P90
-    slos: list[plan.SloEvidence]
-    drift: plan.DriftEvidence
+    slos: list[SloEvidence]
+    drift: DriftEvidence
     generated_at_utc: str
     notes: tuple[str, ...] = ()
 
@@ -45,7 +50,7 @@ class ReportInputs:
 def headline(inputs: ReportInputs) -> pd.DataFrame:
     """GPUs and monthly cost at P50 and P90 per month, and what binds."""
     cost = {level: {m.month: m.total_cost_usd for m in p.months} for level, p in inputs.costs.items()}
-    f = inputs.fleet
+    f = inputs.sized.months
     return pd.DataFrame({"month": f["month"], "gpus_p50": f["gpus_p50"].astype(int),
                          "gpus_p90": f["gpus_p90"].astype(int),
                          "cost_usd_p50": f["month"].map(cost["P50"]).astype(float),
@@ -56,7 +61,7 @@ def budget(inputs: ReportInputs) -> pd.DataFrame:
     """The finance table: P50 GPU-hours and cost per option per month, with the P10 and P90 totals beside."""
     p50 = pd.DataFrame([vars(m) for m in inputs.costs["P50"].months])
     out = pd.DataFrame({"month": p50["month"], "gpu_type": inputs.costs["P50"].gpu_type})
-    out = out.merge(inputs.fleet[["month", "gpus_p50", "gpus_p90"]], on="month")
+    out = out.merge(inputs.sized.months[["month", "gpus_p50", "gpus_p90"]], on="month")
     for prefix in ("gpu_hours_", "cost_usd_"):
         for option in OPTIONS:
             out[prefix + option] = p50[prefix + option].astype(float).to_numpy()
@@ -71,7 +76,7 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
     fc, hourly = inputs.forecast, inputs.hourly
     since = hourly["hour_utc"].max() - pd.Timedelta(days=HISTORY_DAYS_SHOWN)
     recent = hourly[hourly["hour_utc"] > since].set_index("hour_utc")["avg_qps"]
-    first = plan.fleet_for(float(inputs.fleet["qps_p50"].iloc[0]), inputs.cfg, inputs.measured)
+    first = inputs.sized.first_p50
     out = [
         Chart("qps-forecast", "Hourly QPS and forecast",
               f"Mean QPS per hour, last {HISTORY_DAYS_SHOWN} days and the forecast to the end of the horizon "
@@ -89,15 +94,15 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
         Chart("gpus-by-month", "GPUs by month",
               "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
               "headroom for spares, zone loss and surge; whiskers: P10–P90.",
-              charts.chart_png(charts.plot_gpus_by_month, inputs.fleet)),
+              charts.chart_png(charts.plot_gpus_by_month, inputs.sized.months)),
         Chart("cost-by-option", "Cost by option",
               f"P50 monthly cost of each purchasing option with {inputs.costs['P50'].reserved_gpus} reserved GPUs.",
               charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs.costs["P50"]))),
         Chart("latency-utilisation", "Latency against utilisation",
               "Mean latency as utilisation rises (service time = measured mean latency); the dot is the target "
               "utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
-              charts.chart_png(charts.plot_hockey_stick, plan.latency_curve(first), first.target_utilisation,
-                               plan.operating_latency_s(first))),
+              charts.chart_png(charts.plot_hockey_stick, inputs.sized.latency, first.target_utilisation,
+                               inputs.sized.operating_latency_s)),
         Chart("backtest-error", "Forecast backtest error",
               "Rolling-origin backtest sMAPE of every candidate model; red: the one the forecast uses.",
               charts.chart_png(charts.plot_backtest_error, _backtest(fc), fc.attrs.get("model", ""))),
@@ -118,7 +123,7 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         month=inputs.months[0], generated_at_utc=inputs.generated_at_utc, gpu_type=cfg.sizing.gpu,
         model_name=cfg.sizing.model, headline=headline(inputs),
         recommended_reserved_gpus=int(inputs.costs["P50"].reserved_gpus), budget=budget(inputs),
-        assumptions=plan.assumptions_table(cfg, inputs.measured.table()), charts=chart_list,
+        assumptions=inputs.assumptions, charts=chart_list,
         tables=_tables(inputs), notes=list(inputs.notes), forecast=inputs.forecast)
 
 
@@ -130,7 +135,7 @@ def _tables(inputs: ReportInputs) -> list[Table]:
     n_episodes = len(episodes)
     if n_episodes > MAX_EPISODES_LISTED:
         episodes = episodes.nlargest(MAX_EPISODES_LISTED, "budget_spent_fraction").sort_values("start")
-    fleet = inputs.fleet[["month", "qps_p10", "qps_p50", "qps_p90", "gpus_throughput", "gpus_memory", "binding"]]
+    fleet = inputs.sized.months[["month", "qps_p10", "qps_p50", "qps_p90", "gpus_throughput", "gpus_memory", "binding"]]
     return [
         Table("Demand and constraints by month", fleet,
               "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs]."),

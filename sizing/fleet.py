@@ -1,21 +1,27 @@
 """The composed fleet sizing: demand → throughput and memory needs → binding constraint → headroom.
 
-:func:`size_fleet` is the one entry point the CLI and the monthly flow call;
-it returns a :class:`FleetSizing` whose :meth:`FleetSizing.rows` lists every
-term with its value, unit, a note and whether it was measured, assumed or
-derived, ready to print or to put in a report.
+:func:`size_fleet` is the one entry point the CLI and the monthly flow call; it
+takes the load as arguments and the settings as one :class:`FleetSpec`, and
+returns a :class:`FleetSizing` whose :meth:`FleetSizing.rows` lists every term
+with its value, unit, a note and whether it was measured, assumed or derived,
+ready to print or to put in a report. :func:`monotone_step_map` sizes many loads
+with few calls; :func:`latency_curve` and :func:`operating_latency_s` show a sized
+fleet's queueing (M/M/c over its pooled sequence slots).
 
->>> fs = size_fleet(peak_qps=2_000_000 / 86_400 * 4, latency_s=6, output_tokens_per_request=400,
-...                 gpu_output_tokens_per_s=2_000, seqs_per_gpu=40, target_utilisation=0.6, spares=1)
+>>> spec = FleetSpec(gpu_output_tokens_per_s=2_000, seqs_per_gpu=40, target_utilisation=0.6, spares=1)
+>>> fs = size_fleet(peak_qps=2_000_000 / 86_400 * 4, latency_s=6, output_tokens_per_request=400, spec=spec)
 >>> fs.total_gpus, fs.binding_constraint
 (32, 'throughput')
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
 
 from capplan.sizing import capacity, demand, headroom, memory, queueing
 from capplan.sizing._checks import fraction, positive
@@ -35,6 +41,80 @@ MEASURABLE_INPUTS: tuple[str, ...] = (
     "gpu_prefill_tokens_per_s",
     "seqs_per_gpu",
 )
+
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """The sizing settings: hardware, model, utilisation target and headroom (everything but the load).
+
+    One record, built once (from ``[sizing]`` by :meth:`capplan.config.SizingConfig.fleet_spec`,
+    from CLI flags by the same method with overrides, or directly in tests) and passed to
+    :func:`size_fleet`. A new setting is a field here and, when it is configurable, a field of
+    the same name in ``[sizing]``. The defaults are :func:`size_fleet`'s documented defaults.
+
+    Attributes
+    ----------
+    gpu : GpuSpec or None
+        GPU from the catalogue; supplies memory and ASSUMED throughputs.
+    model : ModelSpec or None
+        Model from the catalogue; supplies the size class and KV-cache shape.
+    gpu_output_tokens_per_s : float or None
+        Decode throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
+    gpu_prefill_tokens_per_s : float or None
+        Prefill throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
+    seqs_per_gpu : float or None
+        Sequences one GPU holds; overrides the KV-cache calculation. [sequences/GPU]
+    target_utilisation : float
+        Share of throughput *and* sequence slots used at peak. [fraction, (0, 1]]
+    wait_target_s : float or None
+        If given, ``target_utilisation`` is derived instead: the fewest sequence
+        slots whose ``wait_percentile`` queueing wait stays under this
+        (:func:`sizing.queueing.servers_for_wait_target`, Erlang C with the
+        latency as the slot-holding time) sets ``u = L / slots``. [s]
+    wait_percentile : float
+        Percentile of the queueing-wait SLO. [fraction, (0, 1)]
+    spares : int
+        N+k spare replicas. [replicas]
+    zones : int
+        Zones the fleet is spread over. [count]
+    zones_lost : int
+        Zones whose loss must be survived. [count]
+    growth_safety_factor : float
+        Multiplier for forecast error. [ratio, >= 1]
+    rollout_surge_fraction : float
+        Extra share of the need during rolling deploys. [fraction]
+    warm_pool_gpus : int
+        Idle pre-loaded GPUs for bursts, rounded up to whole replicas. [GPUs]
+    tensor_parallel : int or None
+        GPUs per replica; ``None``: the smallest degree the model fits in, or 1. [GPUs/replica]
+    kv_dtype, weights_dtype : str
+        Element types, one of :data:`sizing.memory.DTYPES`.
+    memory_reserve_fraction : float
+        GPU memory kept from the KV cache. [fraction]
+    kv_block_size_tokens : int
+        Paged-attention block. [tokens]
+    """
+
+    gpu: GpuSpec | None = None
+    model: ModelSpec | None = None
+    gpu_output_tokens_per_s: float | None = None
+    gpu_prefill_tokens_per_s: float | None = None
+    seqs_per_gpu: float | None = None
+    target_utilisation: float = 0.6
+    wait_target_s: float | None = None
+    wait_percentile: float = 0.99
+    spares: int = 1
+    zones: int = 1
+    zones_lost: int = 0
+    growth_safety_factor: float = 1.0
+    rollout_surge_fraction: float = 0.0
+    warm_pool_gpus: int = 0
+    tensor_parallel: int | None = None
+    kv_dtype: str = "bf16"
+    weights_dtype: str = "bf16"
+    memory_reserve_fraction: float = 0.1
+    kv_block_size_tokens: int = 16
 
 
 @dataclass(frozen=True)
@@ -246,29 +326,11 @@ def size_fleet(
     latency_s: float,
     output_tokens_per_request: float,
     input_tokens_per_request: float = 0.0,
-    gpu: GpuSpec | None = None,
-    model: ModelSpec | None = None,
-    gpu_output_tokens_per_s: float | None = None,
-    gpu_prefill_tokens_per_s: float | None = None,
-    seqs_per_gpu: float | None = None,
-    target_utilisation: float = 0.6,
-    wait_target_s: float | None = None,
-    wait_percentile: float = 0.99,
-    spares: int = 1,
-    zones: int = 1,
-    zones_lost: int = 0,
-    growth_safety_factor: float = 1.0,
-    rollout_surge_fraction: float = 0.0,
-    warm_pool_gpus: int = 0,
     kv_tokens_per_sequence: float | None = None,
     kv_tokens_quantile: float | None = None,
-    kv_dtype: str = "bf16",
-    weights_dtype: str = "bf16",
-    memory_reserve_fraction: float = 0.1,
-    kv_block_size_tokens: int = 16,
-    tensor_parallel: int | None = None,
     average_qps: float | None = None,
     measured_inputs: Collection[str] = (),
+    spec: FleetSpec = FleetSpec(),
 ) -> FleetSizing:
     """Size a serving fleet for a peak load: the larger of the throughput and memory needs, plus headroom.
 
@@ -277,6 +339,9 @@ def size_fleet(
         G_{mem} = \\frac{\\lambda W}{s_{gpu} u},\\quad
         N = t \\cdot Z \\left\\lceil \\frac{\\max(G_{tput}, G_{mem}) \\, g \\, (1+s)}{t (Z-k)} \\right\\rceil
             + t \\cdot k_{spare} + w
+
+    The load (arguments) comes from logs or a what-if; the settings (hardware, model,
+    targets, headroom) come in one :class:`FleetSpec`.
 
     Parameters
     ----------
@@ -288,53 +353,17 @@ def size_fleet(
         Mean generated tokens. [tokens/request]
     input_tokens_per_request : float, default 0
         Mean prompt tokens; adds a prefill term when a prefill rate is known. [tokens/request]
-    gpu : GpuSpec, optional
-        GPU from the catalogue; supplies memory and ASSUMED throughputs.
-    model : ModelSpec, optional
-        Model from the catalogue; supplies the size class and KV-cache shape.
-    gpu_output_tokens_per_s : float, optional
-        Decode throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
-    gpu_prefill_tokens_per_s : float, optional
-        Prefill throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]
-    seqs_per_gpu : float, optional
-        Sequences one GPU holds; overrides the KV-cache calculation. [sequences/GPU]
-    target_utilisation : float, default 0.6
-        Share of throughput *and* sequence slots used at peak (derive it from
-        the SLO with ``wait_target_s``). [fraction, (0, 1]]
-    wait_target_s : float, optional
-        If given, ``target_utilisation`` is derived instead: the fewest sequence
-        slots whose ``wait_percentile`` queueing wait stays under this
-        (:func:`sizing.queueing.servers_for_wait_target`, Erlang C with
-        ``latency_s`` as the slot-holding time) sets ``u = L / slots``. [s]
-    wait_percentile : float, default 0.99
-        Percentile of the queueing-wait SLO. [fraction, (0, 1)]
-    spares : int, default 1
-        N+k spare replicas. [replicas]
-    zones, zones_lost : int, default 1, 0
-        Zones spread over, and zones whose loss must be survived. [count]
-    growth_safety_factor : float, default 1.0
-        Multiplier for forecast error. [ratio, >= 1]
-    rollout_surge_fraction : float, default 0.0
-        Extra share of the need during rolling deploys. [fraction]
-    warm_pool_gpus : int, default 0
-        Idle pre-loaded GPUs for bursts, rounded up to whole replicas. [GPUs]
     kv_tokens_per_sequence : float, optional
         Tokens the KV cache holds per sequence; default input + output means.
         Pass a high quantile (:func:`sizing.memory.sequence_tokens_at_quantile`). [tokens]
     kv_tokens_quantile : float, optional
         Which quantile ``kv_tokens_per_sequence`` is, for the report note. [fraction]
-    kv_dtype, weights_dtype : str, default 'bf16'
-        Element types, one of :data:`sizing.memory.DTYPES`.
-    memory_reserve_fraction : float, default 0.1
-        GPU memory kept from the KV cache. [fraction]
-    kv_block_size_tokens : int, default 16
-        Paged-attention block. [tokens]
-    tensor_parallel : int, optional
-        GPUs per replica; default the smallest degree the model fits in, or 1. [GPUs/replica]
     average_qps : float, optional
         Mean arrival rate, echoed for the report only. [requests/s]
     measured_inputs : collection of str
         Names from :data:`MEASURABLE_INPUTS` that came from logs.
+    spec : FleetSpec, default FleetSpec()
+        The sizing settings (see :class:`FleetSpec` for each field and its unit).
 
     Returns
     -------
@@ -360,21 +389,23 @@ def size_fleet(
     --------
     The DEVELOPERS golden case gives 32 GPUs (30.9 by throughput binds over 23.1 by concurrency).
     """
+    s = spec
+    target_utilisation = s.target_utilisation
     unknown = set(measured_inputs) - set(MEASURABLE_INPUTS)
     if unknown:
         raise ValueError(f"measured_inputs has unknown names {sorted(unknown)}; valid: {', '.join(MEASURABLE_INPUTS)}")
     fraction("target_utilisation", target_utilisation)
-    for name, value in (("spares", spares), ("warm_pool_gpus", warm_pool_gpus)):
+    for name, value in (("spares", s.spares), ("warm_pool_gpus", s.warm_pool_gpus)):
         if int(value) != value or value < 0:
             raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
     notes: dict[str, str] = {}
     sources: dict[str, Source] = {name: "measured" for name in measured_inputs}
 
-    decode_rate, prefill_rate = _rates(gpu, model, gpu_output_tokens_per_s, gpu_prefill_tokens_per_s, notes)
+    decode_rate, prefill_rate = _rates(s.gpu, s.model, s.gpu_output_tokens_per_s, s.gpu_prefill_tokens_per_s, notes)
     concurrency = float(capacity.concurrency_from_littles_law(peak_qps, latency_s))
-    if wait_target_s is not None and concurrency > 0:
+    if s.wait_target_s is not None and concurrency > 0:
         target_utilisation = _utilisation_from_wait_slo(
-            peak_qps, latency_s, concurrency, wait_target_s, wait_percentile, notes, sources)
+            peak_qps, latency_s, concurrency, s.wait_target_s, s.wait_percentile, notes, sources)
     out_tps = float(demand.tokens_per_s(peak_qps, output_tokens_per_request))
     in_tps = float(demand.tokens_per_s(peak_qps, input_tokens_per_request))
     g_decode = float(capacity.gpus_for_throughput(out_tps, decode_rate, target_utilisation))
@@ -386,10 +417,11 @@ def size_fleet(
     else:
         g_prefill = float(capacity.gpus_for_throughput(in_tps, prefill_rate, target_utilisation))
 
-    mem = _memory_terms(gpu, model, seqs_per_gpu, tensor_parallel,
+    mem = _memory_terms(s.gpu, s.model, s.seqs_per_gpu, s.tensor_parallel,
                         kv_tokens=kv_tokens_per_sequence, kv_tokens_quantile=kv_tokens_quantile,
-                        mean_tokens=input_tokens_per_request + output_tokens_per_request, kv_dtype=kv_dtype,
-                        weights_dtype=weights_dtype, reserve=memory_reserve_fraction, block=kv_block_size_tokens,
+                        mean_tokens=input_tokens_per_request + output_tokens_per_request, kv_dtype=s.kv_dtype,
+                        weights_dtype=s.weights_dtype, reserve=s.memory_reserve_fraction,
+                        block=s.kv_block_size_tokens,
                         notes=notes, sources=sources)
     g_tput = g_decode + g_prefill
     g_mem = float(capacity.gpus_for_concurrency(concurrency, mem["seqs_per_gpu"], target_utilisation))
@@ -397,10 +429,10 @@ def size_fleet(
     need = max(g_tput, g_mem)
     notes["binding_margin_gpus"] = (f"{binding} needs {abs(g_tput - g_mem):.1f} GPUs more "
                                     f"({need / max(min(g_tput, g_mem), 1e-12):.2f}×)")
-    extra = _headroom_terms(need, mem["tensor_parallel"], growth_safety_factor, rollout_surge_fraction,
-                            zones, zones_lost, spares, warm_pool_gpus, notes)
+    extra = _headroom_terms(need, mem["tensor_parallel"], s.growth_safety_factor, s.rollout_surge_fraction,
+                            s.zones, s.zones_lost, s.spares, s.warm_pool_gpus, notes)
     return FleetSizing(
-        gpu=gpu.key if gpu else None, model=model.key if model else None,
+        gpu=s.gpu.key if s.gpu else None, model=s.model.key if s.model else None,
         average_qps=average_qps, peak_qps=float(peak_qps), latency_s=float(latency_s),
         output_tokens_per_request=float(output_tokens_per_request),
         input_tokens_per_request=float(input_tokens_per_request),
@@ -412,3 +444,69 @@ def size_fleet(
         gpus_by_memory=g_mem, binding_constraint=binding, binding_margin_gpus=abs(g_tput - g_mem), need_gpus=need,
         **extra, notes=notes, sources=sources,
     )
+
+
+def monotone_step_map(fn: Callable[[float], int], xs: np.ndarray) -> np.ndarray:
+    """``fn`` applied to every element of ``xs`` for a non-decreasing step function ``fn``.
+
+    Sorts ``xs`` and bisects: where ``fn`` agrees at both ends of a run it holds over
+    the whole run, so the calls grow with the number of steps times ``log n``, not
+    with ``n``. Exact as long as ``fn`` never falls as ``x`` rises (the GPU count of
+    :func:`size_fleet` in the load, which its property tests check).
+
+    >>> monotone_step_map(lambda q: int(q // 10), np.array([25.0, 3.0, 99.0])).tolist()
+    [2, 0, 9]
+    """
+    order = np.argsort(xs, kind="stable")
+    sorted_x = np.asarray(xs, dtype=float)[order]
+    out = np.empty(sorted_x.size, dtype=np.int64)
+    if sorted_x.size == 0:
+        return out
+    stack = [(0, sorted_x.size - 1, fn(sorted_x[0]), fn(sorted_x[-1]))]
+    while stack:
+        i, j, fi, fj = stack.pop()
+        if fi == fj or j - i <= 1:
+            out[i:j + 1] = fi
+            out[j] = fj
+            continue
+        m = (i + j) // 2
+        fm = fn(sorted_x[m])
+        stack += [(i, m, fi, fm), (m, j, fm, fj)]
+    result = np.empty_like(out)
+    result[order] = out
+    return result
+
+
+def pooled_slots(fleet: FleetSizing) -> int:
+    """Sequence slots of the whole fleet, ``total_gpus · seqs_per_gpu``, at least 1. [count]"""
+    return max(1, int(fleet.total_gpus * fleet.seqs_per_gpu))
+
+
+def operating_latency_s(fleet: FleetSizing) -> float:
+    """Mean latency of the pooled fleet at its target utilisation (M/M/c). [s]
+
+    ``W = latency_s · m_c(u)`` with :func:`sizing.queueing.mmc_latency_multiplier`
+    and ``c`` = :func:`pooled_slots`.
+    """
+    return float(fleet.latency_s * queueing.mmc_latency_multiplier(pooled_slots(fleet), fleet.target_utilisation))
+
+
+def latency_curve(fleet: FleetSizing, utilisations: np.ndarray | None = None) -> pd.DataFrame:
+    """Mean latency against utilisation for one sequence slot (M/M/1) and the fleet's pooled slots (M/M/c).
+
+    The service time is the fleet's ``latency_s`` (the measured mean); ``c`` is
+    :func:`pooled_slots`. Columns ``label``, ``utilisation`` [fraction], ``latency_s`` [s].
+
+    Notes
+    -----
+    Poisson arrivals, exponential service, one shared queue (Erlang C); a slot is
+    one KV-cache sequence, held for the whole request.
+    """
+    u = np.linspace(0.02, 0.98, 49) if utilisations is None else np.asarray(utilisations, dtype=float)
+    slots = pooled_slots(fleet)
+    return pd.concat([
+        pd.DataFrame({"label": "one slot (M/M/1)", "utilisation": u,
+                      "latency_s": fleet.latency_s * np.asarray(queueing.mmc_latency_multiplier(1, u))}),
+        pd.DataFrame({"label": f"fleet, {slots:,} slots (M/M/c)", "utilisation": u,
+                      "latency_s": fleet.latency_s * np.asarray(queueing.mmc_latency_multiplier(slots, u))}),
+    ], ignore_index=True)

@@ -4,8 +4,8 @@
 -- (sql/int_plan_request_mix_hourly.sql) and `plan_kv_tokens_hourly` (sql/int_plan_kv_tokens_hourly.sql),
 -- of `requests` and of stored partitions alike; rows of one key may repeat (partitions sharing an hour).
 -- successful requests only (2xx): failed ones are not the work the fleet is sized for.
--- the interruptible share counts requests to a model in $models or from a tenant in $tenants.
--- output: one row; token figures [tokens/request], latency [s], kv quantile [tokens], share [fraction].
+-- the interruptible share over the same window is sql/rpt_plan_interruptible_share.sql.
+-- output: one row; token figures [tokens/request], latency [s], kv quantile [tokens].
 with request_mix as (
     select * from plan_request_mix_hourly
 ),
@@ -66,11 +66,7 @@ final as (
         (sum(latency_ms_sum) / sum(latency_count))::double / 1000.0   as latency_s,
         coalesce(sum(latency_count), 0)::bigint                       as requests_with_latency,
         (select below + fraction * (above - below) from kv_quantile)::double
-                                                                      as kv_tokens_per_sequence,
-        -- tenant is null when not logged: such a request is interruptible only by its model
-        coalesce(sum(successes) filter (where list_contains($models::varchar[], model)
-                                        or coalesce(list_contains($tenants::varchar[], tenant), false))
-                 / sum(successes), 0.0)::double                       as interruptible_share
+                                                                      as kv_tokens_per_sequence
     from recent
 )
 

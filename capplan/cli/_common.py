@@ -52,6 +52,7 @@ def print_json(payload: Any) -> None:
 
 def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyConnection":  # noqa: F821
     """Open the database read-only, or exit with one line if it is missing, locked or has no requests."""
+    from capplan import sql
     from capplan.db import DatabaseLockedError, connect
 
     path = db_path(cfg, db)
@@ -61,7 +62,8 @@ def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyCon
         con = connect(path, read_only=True)
     except DatabaseLockedError as exc:
         fail(str(exc))
-    if not con.execute("select count(*) from information_schema.tables where table_name = 'requests'").fetchone()[0]:
+    (has_requests,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "requests"}).fetchone()
+    if not has_requests:
         fail(f"database {path} has no requests table; run `capplan ingest` first")
     return con
 

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         """Ingest new logs, forecast, size, cost and write the monthly report (Prefect flow, no server needed)."""
         cfg = with_cluster(load(config), cluster, scheduler_address)
         if month is not None:
-            from capplan.plan import parse_month
+            from capplan.plan.calendar import parse_month
             try:
                 parse_month(month)
             except ValueError as exc:

@@ -104,34 +104,24 @@ def size(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Size a GPU fleet from a few numbers: throughput vs KV-cache memory, then headroom."""
-    from capplan.sizing.catalogue import CatalogueError, get_gpu, get_model
+    from capplan.sizing.catalogue import CatalogueError
     from capplan.sizing.fleet import size_fleet
 
-    cfg = load(config).sizing
-
-    def pick(flag, setting):
-        return setting if flag is None else flag
-
+    settings = load(config).sizing
     try:
         average_qps, peak = _demand(requests_per_day, peak_to_avg, peak_qps)
-        gpu_spec = get_gpu(pick(gpu, cfg.gpu), cfg.gpu_catalogue)
-        model_spec = get_model(pick(model, cfg.model), cfg.model_catalogue)
-        result = size_fleet(
-            peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
-            input_tokens_per_request=input_tokens, gpu=gpu_spec, model=model_spec,
-            gpu_output_tokens_per_s=gpu_output_tokens_per_s, gpu_prefill_tokens_per_s=gpu_prefill_tokens_per_s,
-            seqs_per_gpu=seqs_per_gpu, kv_tokens_per_sequence=kv_tokens,
-            target_utilisation=pick(target_utilisation, cfg.target_utilisation),
-            wait_target_s=wait_target_s, wait_percentile=wait_percentile,
-            spares=pick(spares, cfg.spares), zones=pick(zones, cfg.zones), zones_lost=pick(zones_lost, cfg.zones_lost),
-            growth_safety_factor=pick(growth_safety_factor, cfg.growth_safety_factor),
-            rollout_surge_fraction=pick(rollout_surge_fraction, cfg.rollout_surge_fraction),
-            warm_pool_gpus=pick(warm_pool_gpus, cfg.warm_pool_gpus),
-            tensor_parallel=pick(tensor_parallel, cfg.tensor_parallel),
-            kv_dtype=pick(kv_dtype, cfg.kv_dtype), weights_dtype=pick(weights_dtype, cfg.weights_dtype),
-            memory_reserve_fraction=pick(memory_reserve_fraction, cfg.memory_reserve_fraction),
-            kv_block_size_tokens=cfg.kv_block_size_tokens, average_qps=average_qps,
-        )
+        # the flags override [sizing] by name: the same builder as the plan's, FleetSpec fields only
+        spec = settings.fleet_spec(
+            gpu=gpu, model=model, gpu_output_tokens_per_s=gpu_output_tokens_per_s,
+            gpu_prefill_tokens_per_s=gpu_prefill_tokens_per_s, seqs_per_gpu=seqs_per_gpu,
+            target_utilisation=target_utilisation, wait_target_s=wait_target_s, wait_percentile=wait_percentile,
+            spares=spares, zones=zones, zones_lost=zones_lost, growth_safety_factor=growth_safety_factor,
+            rollout_surge_fraction=rollout_surge_fraction, warm_pool_gpus=warm_pool_gpus,
+            tensor_parallel=tensor_parallel, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
+            memory_reserve_fraction=memory_reserve_fraction)
+        result = size_fleet(peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
+                            input_tokens_per_request=input_tokens, kv_tokens_per_sequence=kv_tokens,
+                            average_qps=average_qps, spec=spec)
         storage = []
         if retention_days is not None:
             if requests_per_day is None:

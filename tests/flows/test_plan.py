@@ -18,14 +18,13 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 from typer.testing import CliRunner
 
-from capplan import plan
 from capplan.cli import app
 from capplan.config import CapplanConfig, load_config
 from capplan.db import connect
 from capplan.profile import hourly_traffic
 from capplan.flows import tasks
 from capplan.flows.plan import monthly_capacity_plan
-from capplan.sizing.catalogue import get_gpu, get_model
+from capplan.plan.inputs import measure_inputs
 from capplan.sizing.cost.plan import plan_range
 from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import size_fleet
@@ -38,29 +37,22 @@ def _stage_results(cfg, folder):
     fc = pd.read_csv(folder / "forecast.csv", index_col="hour_utc", parse_dates=True)
     with connect(cfg.database.path, read_only=True) as con:
         hourly = hourly_traffic(con, model="__all__")
-        m = plan.measure_inputs(con, hourly, cfg)
-    s = cfg.sizing
-    gpu, model = get_gpu(s.gpu, s.gpu_catalogue), get_model(s.model, s.model_catalogue)
+        m = measure_inputs(con, hourly, cfg)
+    spec = cfg.sizing.fleet_spec()  # the record the CLI and the flow build, from the same [sizing]
 
     def fleet(qps: float) -> int:
         return size_fleet(peak_qps=qps, latency_s=m.latency_s, output_tokens_per_request=m.output_tokens_per_request,
-                          input_tokens_per_request=m.input_tokens_per_request, gpu=gpu, model=model,
-                          target_utilisation=s.target_utilisation, spares=s.spares, zones=s.zones,
-                          zones_lost=s.zones_lost, growth_safety_factor=s.growth_safety_factor,
-                          rollout_surge_fraction=s.rollout_surge_fraction, warm_pool_gpus=s.warm_pool_gpus,
-                          tensor_parallel=s.tensor_parallel, kv_dtype=s.kv_dtype, weights_dtype=s.weights_dtype,
-                          memory_reserve_fraction=s.memory_reserve_fraction,
-                          kv_block_size_tokens=s.kv_block_size_tokens,
-                          kv_tokens_per_sequence=m.kv_tokens_per_sequence).total_gpus
+                          input_tokens_per_request=m.input_tokens_per_request,
+                          kv_tokens_per_sequence=m.kv_tokens_per_sequence, spec=spec).total_gpus
 
     months = fc.index.to_period("M").astype(str)
     planned = sorted(set(months))[-cfg.forecast.horizon_months:]
     part = fc[np.isin(months, planned)]
     need = {lv: np.array([fleet(m.burst_ratio * q) for q in part[col]], dtype=float)
             for lv, col in (("P10", "lo_80"), ("P50", "mean"), ("P90", "hi_80"))}
-    prices = load_price_book(cfg.cost.price_book).gpu(s.gpu).option_prices(cfg.cost.reserved_term)
+    prices = load_price_book(cfg.cost.price_book).gpu(cfg.sizing.gpu).option_prices(cfg.cost.reserved_term)
     costs = plan_range(part.index.to_numpy().astype("datetime64[h]"), need, commit_level="P50",
-                       gpu_type=s.gpu, prices=prices)
+                       gpu_type=cfg.sizing.gpu, prices=prices)
     gpus = {lv: pd.Series(v, index=part.index).groupby(months[np.isin(months, planned)]).max()
             for lv, v in need.items()}
     return planned, gpus, costs
@@ -156,5 +148,6 @@ def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_pla
     with pytest.raises(Exception, match="empty|no traffic|ingest"):
         state.result()
     failed = [s for s in seen if s[1] == "Failed"]
-    assert failed and failed[0][0] == "profile"
+    # the first stage that needs ingested rows is the explicit profile refresh (it ran inside "profile" before)
+    assert failed and failed[0][0] == "refresh-profile"
     assert not (tmp_path / "out").exists()

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capplan import ingest, partitioned, plan, profile
+from capplan import ingest, partitioned, profile
 from capplan.config import ClusterConfig, IngestConfig, SloConfig, SourceConfig, parse_config
 from capplan.drift.detect import daily_histograms
 from capplan.slo.status import minute_events, slo_status
 from capplan.db import connect
+from capplan.plan.inputs import measure_inputs
 from capplan.sample import SampleSpec, generate_day, write_sample
 
 NOW_UTC = datetime(2026, 6, 1, tzinfo=UTC)
@@ -263,7 +264,7 @@ def both_ways(hive):
 
 def test_measured_inputs_equal_single_process(both_ways):
     cfg = parse_config({"report": {"measured_window_days": 2}, "cost": {"interruptible_models": ["llama-3.1-8b"]}})
-    got, want = (plan.measure_inputs(con, profile.hourly_traffic(con, model=profile.ALL_MODELS), cfg)
+    got, want = (measure_inputs(con, profile.hourly_traffic(con, model=profile.ALL_MODELS), cfg)
                  for con in both_ways)
     assert got.requests == want.requests > 0 and (got.first_ts_utc, got.last_ts_utc) == (want.first_ts_utc,
                                                                                            want.last_ts_utc)

@@ -1,0 +1,41 @@
+"""The report's assumptions table: every input of the plan with its value, unit and source (measured or assumed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from capplan.config import CapplanConfig, field_unit
+
+#: Config sections whose every field the assumptions table lists as assumed.
+ASSUMED_SECTIONS = ("forecast", "sizing", "cost", "profile")
+
+
+def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]]) -> pd.DataFrame:
+    """Every input of the plan with value, unit and source.
+
+    ``measured`` maps a name to ``(value, unit)`` for figures taken from the logs
+    (:meth:`capplan.plan.inputs.MeasuredInputs.table`); the fields of the config
+    sections in :data:`ASSUMED_SECTIONS` and the SLO targets are listed as assumed,
+    each with the unit its field declares (:func:`capplan.config.field_unit`).
+    """
+    rows = [{"name": k, "value": _fmt(v), "unit": unit, "source": "measured"} for k, (v, unit) in measured.items()]
+    for section in ASSUMED_SECTIONS:
+        model = getattr(cfg, section)
+        for name in type(model).model_fields:
+            rows.append({"name": f"{section}.{name}", "value": _fmt(getattr(model, name)),
+                         "unit": field_unit(type(model), name), "source": "assumed"})
+    for i, slo in enumerate(cfg.slos):
+        rows.append({"name": f"slos[{i}] {slo.name} target", "value": _fmt(slo.target),
+                     "unit": field_unit(type(slo), "target"), "source": "assumed"})
+    return pd.DataFrame(rows, columns=["name", "value", "unit", "source"]).astype(str)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)

@@ -1,0 +1,65 @@
+"""The SLO and drift stages' evidence for the report: SLO standing and burn-down, token-length drift."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from capplan.config import CapplanConfig, DriftConfig
+from capplan.drift.detect import BIN_GAMMA, daily_histograms, detect_drift, request_costs
+from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
+
+
+@dataclass(frozen=True)
+class SloEvidence:
+    """One SLO's standing, its error-budget burn-down and its alert episodes (the SLO stage's outputs)."""
+
+    status: SloStatus
+    burndown: pd.DataFrame
+    episodes: pd.DataFrame
+
+
+def slo_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> list[SloEvidence]:
+    """Run the SLO stage for every configured SLO."""
+    return [SloEvidence(slo_status(con, s), budget_burndown(con, s), alert_episodes(con, s)) for s in cfg.slos]
+
+
+@dataclass(frozen=True)
+class DriftEvidence:
+    """Token-length shares of the baseline and latest windows, and the drift stage's priced findings."""
+
+    token_hist: pd.DataFrame   # window ('baseline' | 'latest'), metric, tokens (bin lower edge) [tokens], share [fraction]
+    findings: pd.DataFrame     # capplan.drift.DriftFinding
+    caption: str
+
+
+def window_token_shares(hist: pd.DataFrame, cfg: DriftConfig) -> pd.DataFrame:
+    """Share of requests per token bin in the latest ``window_days`` and the ``baseline_days`` before, all models.
+
+    ``hist`` is :func:`capplan.drift.detect.daily_histograms`'s frame; bin ``k`` starts at
+    ``BIN_GAMMA**k`` tokens and bin ``-1`` at 0.
+    """
+    end = hist["day_utc"].max() + pd.Timedelta(days=1)
+    starts = {"latest": end - pd.Timedelta(days=cfg.window_days)}
+    starts["baseline"] = starts["latest"] - pd.Timedelta(days=cfg.baseline_days)
+    window = pd.Series(pd.NA, index=hist.index, dtype="string")
+    window[(hist["day_utc"] >= starts["baseline"]) & (hist["day_utc"] < starts["latest"])] = "baseline"
+    window[hist["day_utc"] >= starts["latest"]] = "latest"
+    counts = hist.assign(window=window).dropna(subset=["window"]).groupby(
+        ["window", "metric", "bin"], as_index=False)["requests"].sum()
+    counts["share"] = counts["requests"] / counts.groupby(["window", "metric"])["requests"].transform("sum")
+    counts["tokens"] = np.where(counts["bin"] < 0, 0.0, BIN_GAMMA ** counts["bin"].astype(float))
+    return counts[["window", "metric", "tokens", "share"]].astype({"window": str})
+
+
+def drift_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> DriftEvidence:
+    """Run the drift stage: window shares for the chart and the priced findings for the table."""
+    hist = daily_histograms(con)
+    findings = detect_drift(con, cfg.drift, request_costs(cfg, hist["model"].unique()))
+    caption = (f"Token-length drift per model: the latest {cfg.drift.window_days}-day window against the "
+               f"{cfg.drift.baseline_days} days before, priced at the on-demand rate of {cfg.sizing.gpu} "
+               f"({len(findings)} finding(s)).")
+    return DriftEvidence(window_token_shares(hist, cfg.drift), findings, caption)

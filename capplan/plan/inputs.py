@@ -1,0 +1,146 @@
+"""The request mix the plan measures from the logs: token lengths, latency, KV tokens, burst, spot share.
+
+Every figure is read from mergeable hourly roll-ups (``sql/int_plan_request_mix_hourly.sql``,
+``sql/int_plan_kv_tokens_hourly.sql``) of ``requests`` and of stored partitions alike, over
+the last ``[report].measured_window_days`` days: whole UTC hours ending with the hour of
+the newest request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from capplan import sql
+from capplan.config import CapplanConfig, CostConfig
+from capplan.rollups import rollup_views
+
+MEASURED_UNITS = {"input_tokens_per_request": "tokens/request", "output_tokens_per_request": "tokens/request",
+                  "latency_s": "s", "kv_tokens_per_sequence": "tokens", "burst_ratio": "ratio"}
+
+_REQUEST_MIX = {"plan_request_mix_hourly": ("int_plan_request_mix_hourly", {})}
+_KV_TOKENS = {"plan_kv_tokens_hourly": ("int_plan_kv_tokens_hourly", {})}
+
+
+@dataclass(frozen=True)
+class MeasuredInputs:
+    """The request mix measured from the logs that the sizing and the cost use.
+
+    Attributes
+    ----------
+    first_ts_utc, last_ts_utc : pandas.Timestamp
+        Oldest and newest request in the database (UTC).
+    requests : int
+        Successful requests in the measuring window. [requests]
+    input_tokens_per_request, output_tokens_per_request : float
+        Means over that window. [tokens/request]
+    latency_s : float
+        Mean arrival-to-last-token time. [s]
+    kv_tokens_per_sequence : float
+        Input+output tokens at ``kv_tokens_quantile``. [tokens]
+    burst_ratio : float
+        Peak over mean requests in flight within busy hours (see :func:`burst_ratio`). [ratio]
+    interruptible_share : float or None
+        Share of successful requests to ``[cost].interruptible_models`` or from
+        ``[cost].interruptible_tenants`` (``None`` when neither is listed: the
+        assumed ``[cost].interruptible_share`` applies, see :func:`interruptible_share`). [fraction]
+    kv_tokens_quantile : float or None
+        The quantile ``kv_tokens_per_sequence`` was measured at (``[report].kv_tokens_quantile``). [fraction]
+    """
+
+    first_ts_utc: pd.Timestamp
+    last_ts_utc: pd.Timestamp
+    requests: int
+    input_tokens_per_request: float
+    output_tokens_per_request: float
+    latency_s: float
+    kv_tokens_per_sequence: float
+    burst_ratio: float
+    interruptible_share: float | None = None
+    kv_tokens_quantile: float | None = None
+
+    def table(self) -> dict[str, tuple[Any, str]]:
+        """``name -> (value, unit)`` for the assumptions table, the data's span first."""
+        span = {"first request": (f"{self.first_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
+                "last request": (f"{self.last_ts_utc:%Y-%m-%d %H:%M}", "UTC"),
+                "requests measured (2xx)": (self.requests, "requests")}
+        shares = {} if self.interruptible_share is None else {
+            "interruptible_share": (self.interruptible_share, "fraction")}
+        return span | {name: (getattr(self, name), unit) for name, unit in MEASURED_UNITS.items()} | shares
+
+
+def burst_ratio(hourly: pd.DataFrame, quantile: float = 0.5) -> float:
+    """Peak over mean requests in flight within an hour, at ``quantile`` of the busy hours. [ratio]
+
+    ``concurrency_measured_peak / concurrency_littles`` per hour: the most requests
+    held at once against the hour's mean (L = λ·W). It turns an hour's mean QPS into
+    the load a fleet must hold at the hour's busiest moment. Requests in flight,
+    not arrivals in the busiest second, because a request holds its slot for the
+    whole latency: one busy second among quiet ones does not fill the KV cache.
+    Only hours at or above the median mean QPS count (a quiet hour's ratio is noise);
+    the median of those is the typical burst of a busy hour.
+    """
+    ratio = (hourly["concurrency_measured_peak"].astype(float) / hourly["concurrency_littles"].astype(float))
+    busy = (hourly["avg_qps"] > 0) & (hourly["avg_qps"] >= hourly["avg_qps"].median()) & ratio.notna()
+    if not busy.any():
+        raise ValueError("no hour with traffic and logged latency: cannot measure the peak-to-mean concurrency ratio")
+    return max(1.0, float(np.quantile(ratio[busy].to_numpy(float), quantile)))
+
+
+def measure_interruptible_share(con: duckdb.DuckDBPyConnection, cost: CostConfig, *,
+                                window_days: int) -> float | None:
+    """Share of successful requests that tolerate spot interruption, measured (``sql/rpt_plan_interruptible_share``). [fraction]
+
+    With ``[cost].interruptible_models`` or ``interruptible_tenants`` set, it is the
+    share of successful requests in the last ``window_days`` days (whole UTC hours) to
+    a listed model or from a listed tenant; 0 without such requests. ``None`` when
+    neither is listed: nothing to measure, the assumed share applies.
+    """
+    if not cost.interruptible_models and not cost.interruptible_tenants:
+        return None
+    with rollup_views(con, _REQUEST_MIX) as cur:
+        share, _requests = cur.execute(sql.load("rpt_plan_interruptible_share"), {
+            "window_days": window_days, "models": list(cost.interruptible_models),
+            "tenants": list(cost.interruptible_tenants)}).fetchone()
+    return float(share)
+
+
+def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None) -> float:
+    """The share the cost stage may put on spot: the measured one when measured, else ``[cost].interruptible_share``. [fraction]"""
+    if measured is not None and measured.interruptible_share is not None:
+        return measured.interruptible_share
+    return cost.interruptible_share
+
+
+def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig) -> MeasuredInputs:
+    """Measure the request mix over the last ``[report].measured_window_days`` days (``sql/rpt_plan_measured_inputs``).
+
+    A database fed by partitioned roll-ups only measures the same figures (see the module).
+    ``hourly`` is the profile's hourly traffic, for :func:`burst_ratio`.
+
+    Raises
+    ------
+    ValueError
+        If the database has no successful request, or none with a logged latency.
+    """
+    window_days = cfg.report.measured_window_days
+    with rollup_views(con, _REQUEST_MIX | _KV_TOKENS) as cur:
+        row = cur.execute(sql.load("rpt_plan_measured_inputs"), {
+            "window_days": window_days, "kv_quantile": cfg.report.kv_tokens_quantile}).df().iloc[0]
+    if not row["requests"]:
+        raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
+                         "ingest logs first")
+    if not row["requests_with_latency"]:
+        raise ValueError("no request in the measuring window has latency_ms logged; the fleet cannot be sized "
+                         "without it (Little's law needs the time a request holds a slot)")
+    return MeasuredInputs(
+        first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
+        requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
+        output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=float(row["latency_s"]),
+        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly),
+        interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days),
+        kv_tokens_quantile=cfg.report.kv_tokens_quantile)
