@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from capplan import sql
+from capplan.db import create_macros
 
 PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
                "int_plan_kv_tokens_hourly": "partition_kv_tokens_hourly",
@@ -45,6 +46,7 @@ def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: M
     """
     # a cursor: the caller's connection may hold an unread result, which blocks relations on it
     with con.cursor() as cur:
+        create_macros(cur)  # a cursor does not see its connection's temp macros (sli_valid, ...)
         rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
         table = PLAN_INPUTS[query]
         if not _has_table(cur, table):
