@@ -28,12 +28,14 @@ from pandera.typing import Series
 
 from capplan import sql
 from capplan.config import CapplanConfig, DriftConfig
-from capplan.drift.detect import BIN_GAMMA, daily_histograms, detect_drift, request_costs
+from capplan.drift.detect import detect_drift
+from capplan.drift.histogram import bin_lower_tokens, daily_histograms
 from capplan.rollups import rollup_views
 from capplan.profile import ALL_MODELS, hourly_traffic, refresh_rollups
 from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
 from capplan.forecasting.api import forecast
 from capplan.sizing.catalogue import get_gpu, get_model
+from capplan.sizing.cost.per_request import request_costs
 from capplan.sizing.cost.plan import CostPlan, plan_range
 from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import FleetSizing, size_fleet
@@ -500,15 +502,15 @@ class DriftEvidence:
     """Token-length shares of the baseline and latest windows, and the drift stage's priced findings."""
 
     token_hist: pd.DataFrame   # window ('baseline' | 'latest'), metric, tokens (bin lower edge) [tokens], share [fraction]
-    findings: pd.DataFrame     # capplan.drift.DriftFinding
+    findings: pd.DataFrame     # capplan.drift.pricing.DriftFinding
     caption: str
 
 
 def window_token_shares(hist: pd.DataFrame, cfg: DriftConfig) -> pd.DataFrame:
     """Share of requests per token bin in the latest ``window_days`` and the ``baseline_days`` before, all models.
 
-    ``hist`` is :func:`capplan.drift.daily_histograms`'s frame; bin ``k`` starts at
-    ``BIN_GAMMA**k`` tokens and bin ``-1`` at 0.
+    ``hist`` is :func:`capplan.drift.histogram.daily_histograms`'s frame; each bin's ``tokens`` is its
+    lower edge (:func:`capplan.drift.histogram.bin_lower_tokens`).
     """
     end = hist["day_utc"].max() + pd.Timedelta(days=1)
     starts = {"latest": end - pd.Timedelta(days=cfg.window_days)}
@@ -519,7 +521,7 @@ def window_token_shares(hist: pd.DataFrame, cfg: DriftConfig) -> pd.DataFrame:
     counts = hist.assign(window=window).dropna(subset=["window"]).groupby(
         ["window", "metric", "bin"], as_index=False)["requests"].sum()
     counts["share"] = counts["requests"] / counts.groupby(["window", "metric"])["requests"].transform("sum")
-    counts["tokens"] = np.where(counts["bin"] < 0, 0.0, BIN_GAMMA ** counts["bin"].astype(float))
+    counts["tokens"] = bin_lower_tokens(counts["bin"])
     return counts[["window", "metric", "tokens", "share"]].astype({"window": str})
 
 
