@@ -17,7 +17,8 @@ from collections.abc import Callable
 from capplan import sql
 from capplan.config import CapplanConfig
 from capplan.db import connect
-from capplan.drift.detect import daily_histograms, window_comparisons
+from capplan.drift.detect import window_comparisons
+from capplan.drift.histogram import daily_histograms
 from capplan.ingest import ensure_tables
 from capplan.slo.status import alert_episodes, slo_status
 

@@ -11,6 +11,8 @@ import duckdb
 
 from capplan import sql
 
+SQL_MACROS = ("ddl_macro_sli_valid", "ddl_macro_sli_success", "ddl_macro_sli_good")
+"""The temp macros every connection gets (``sql/<name>.sql``, in this order: a later one may call an earlier one)."""
 _MIB_PER_UNIT = {"bytes": 1 / 2**20, "kib": 1 / 2**10, "mib": 1, "gib": 2**10, "tib": 2**20,
                  "kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
 
@@ -39,7 +41,20 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
             ) from exc
         raise
     con.execute(sql.load("set_session"))
+    create_macros(con)
     return con
+
+
+def create_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Define the shared SQL macros of :data:`SQL_MACROS` (e.g. ``sli_valid(status)``) on ``con``.
+
+    They are temp macros: nothing is written to the database, so a read-only connection gets them
+    too. A temp macro belongs to one connection, and a cursor (``con.cursor()``) is a connection of
+    its own: code that runs a query using them on a cursor, or on a connection it did not open with
+    :func:`connect`, calls this first. Defining them again is harmless (``create or replace``).
+    """
+    for name in SQL_MACROS:
+        con.execute(sql.load(name))
 
 
 def memory_limit_mib(con: duckdb.DuckDBPyConnection) -> float | None:

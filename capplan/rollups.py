@@ -11,6 +11,7 @@ ingest, partitions, or both. This module only reads: it never creates or writes 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
@@ -19,6 +20,8 @@ import duckdb
 import pyarrow as pa
 
 from capplan import sql
+from capplan.db import create_macros
+from capplan.profile.bins import HISTOGRAM_GAMMA
 
 PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
                "int_plan_kv_tokens_hourly": "partition_kv_tokens_hourly",
@@ -26,6 +29,9 @@ PLAN_INPUTS = {"int_plan_request_mix_hourly": "partition_request_mix_hourly",
                "int_drift_daily_histogram": "partition_drift_daily_histogram"}
 """Mergeable roll-up of the plan's other inputs (``sql/<name>.sql`` over ``requests``) -> the per-partition
 table that keeps each partition's rows of it; readers sum the two (:func:`rollup_with_partitions`)."""
+DRIFT_BINS_MERGED = 9
+"""Profile histogram bins (:data:`capplan.profile.bins.HISTOGRAM_GAMMA`) per bin of the drift roll-up
+(``sql/int_drift_daily_histogram.sql``): its bin ``j`` is the profile's bins ``9j .. 9j+8``."""
 NO_TTFT_THRESHOLD_MS = float("inf")
 """The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
 
@@ -45,6 +51,7 @@ def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: M
     """
     # a cursor: the caller's connection may hold an unread result, which blocks relations on it
     with con.cursor() as cur:
+        create_macros(cur)  # a cursor does not see its connection's temp macros (sli_valid, ...)
         rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
         table = PLAN_INPUTS[query]
         if not _has_table(cur, table):
@@ -65,6 +72,16 @@ def rollup_views(con: duckdb.DuckDBPyConnection,
         for view, (query, params) in views.items():
             cur.register(view, rollup_with_partitions(cur, query, params))
         yield cur
+
+
+def drift_histogram_params() -> dict[str, float]:
+    """The bound parameters of the drift roll-up ``sql/int_drift_daily_histogram.sql`` that fix its grid.
+
+    ``inv_ln_gamma = 1 / (DRIFT_BINS_MERGED · ln HISTOGRAM_GAMMA)``: a drift bin is
+    ``floor(ln x · inv_ln_gamma) = floor(profile bin / DRIFT_BINS_MERGED)``, whole runs of the profile's bins.
+    File ingest and partitions bin with these same parameters, so their rows add up.
+    """
+    return {"inv_ln_gamma": 1 / (DRIFT_BINS_MERGED * math.log(HISTOGRAM_GAMMA))}
 
 
 def partition_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> tuple[datetime | None, datetime | None]:

@@ -1,8 +1,9 @@
 -- daily log-binned token-length histograms of served requests, per model and metric, with the
 -- token sum of each bin so window means are exact (not bin midpoints).
 -- served = HTTP 2xx: a failed request has no output tokens and would pull the output mix down
--- during an incident. Bin k = floor(ln(tokens) / ln(gamma)) holds [gamma^k, gamma^(k+1));
--- 0 tokens go to bin -1. Days are UTC calendar days.
+-- during an incident. Bin k = floor(ln(tokens) * $inv_ln_gamma) holds [gamma^k, gamma^(k+1)) with
+-- gamma = 1.02^9: nine bins of the profile's grid (capplan/profile/bins.py) merged, i.e. profile bin // 9
+-- (capplan.rollups.drift_histogram_params). 0 tokens go to bin -1. Days are UTC calendar days.
 -- parameters: $inv_ln_gamma = 1 / ln(gamma); $start_utc / $end_utc (null = open).
 with source_requests as (
     select ts_utc::date as day_utc, model, input_tokens, output_tokens

@@ -16,10 +16,11 @@ final as (
     select
         epoch_us(ts_utc) as ts_us,  -- UTC timestamp -> microseconds since the epoch
         (list_position($models::varchar[], model) - 1)::usmallint as model_index,
-        -- 0: success (2xx); 1: client error that is no SLI event (4xx but 429); 2: any other status
+        -- 0: success (sli_success: 2xx); 1: no SLI event (not sli_valid: a 4xx other than 408 and 429);
+        -- 2: any other status, a valid and bad event (macros: sql/ddl_macro_sli_*.sql)
         case
-            when status >= 200 and status < 300 then 0
-            when status >= 400 and status < 500 and status <> 429 then 1
+            when sli_success(status) then 0
+            when not sli_valid(status) then 1
             else 2
         end::utinyint as status_class,
         input_tokens,   -- [tokens]

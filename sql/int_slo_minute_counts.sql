@@ -2,9 +2,9 @@
 -- (minutes inside the span with no requests appear with zero counts), from the roll-up
 -- `slo_minute_rollup` (sql/int_slo_minute_rollup.sql) of `requests` and of stored partitions;
 -- rows of one key may repeat (partitions sharing a minute) and are summed.
--- valid = every request, except that when $count_client_errors is false, 4xx other than
--- 408 (timeout) and 429 (throttled) are not valid events: they are the caller's fault.
--- good = HTTP 2xx with ttft_ms <= $ttft_threshold_ms ('infinity' = no threshold) or not logged.
+-- valid = every request, except that when $count_client_errors is false, requests that are not
+-- sli_valid(status) (4xx other than 408 and 429, sql/ddl_macro_sli_valid.sql) are not valid events.
+-- good = sli_good(status, ttft_ms, $ttft_threshold_ms) ('infinity' = no threshold), counted by the roll-up.
 -- parameters: $model (null = all models), $start_utc / $end_utc (null = open), $ttft_threshold_ms [ms],
 -- $count_client_errors (boolean).
 with source_rollup as (

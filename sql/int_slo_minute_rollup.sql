@@ -1,10 +1,10 @@
 -- per UTC minute, model and TTFT threshold: the counts every SLO's events are made of, a mergeable
 -- roll-up (sums) so that a partition rolled up on its own adds up with the others
--- (capplan/partitioned.py) and the SLO stage reads the same counts from `requests` or from partitions.
--- good = HTTP 2xx and ttft_ms <= the threshold; a success whose TTFT was not logged counts as good
--- (its latency cannot be judged). 'infinity' stands for "no TTFT threshold" (good = 2xx).
--- client_errors = 4xx other than 408 (timeout) and 429 (throttled): the caller's fault, invalid events
--- unless an SLO counts them (sql/int_slo_minute_counts.sql).
+-- (capplan/partitioned/) and the SLO stage reads the same counts from `requests` or from partitions.
+-- good = sli_good(status, ttft_ms, threshold) (sql/ddl_macro_sli_good.sql: 2xx and ttft_ms <= the
+-- threshold, or TTFT not logged). 'infinity' stands for "no TTFT threshold" (good = 2xx).
+-- client_errors = requests that are not sli_valid(status) (sql/ddl_macro_sli_valid.sql: 4xx other than
+-- 408 and 429): the caller's fault, invalid events unless an SLO counts them (sql/int_slo_minute_counts.sql).
 -- parameters: $ttft_thresholds_ms (double[], [ms]); $model (null = all models); $start_utc / $end_utc
 -- (null = open).
 with source_requests as (
@@ -25,11 +25,8 @@ final as (
         r.model,
         t.ttft_threshold_ms,
         count(*)::bigint                                                            as requests,
-        count(*) filter (where r.status between 400 and 499
-                           and r.status not in (408, 429))::bigint                  as client_errors,
-        count(*) filter (where r.status between 200 and 299
-                           and (r.ttft_ms is null or r.ttft_ms <= t.ttft_threshold_ms))::bigint
-                                                                                    as good
+        count(*) filter (where not sli_valid(r.status))::bigint                     as client_errors,
+        count(*) filter (where sli_good(r.status, r.ttft_ms, t.ttft_threshold_ms))::bigint as good
     from source_requests as r, thresholds as t
     group by all
 )

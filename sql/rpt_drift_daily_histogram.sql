@@ -1,4 +1,4 @@
--- daily log-binned token-length histograms of served requests (capplan/drift.py), from the roll-up
+-- daily log-binned token-length histograms of served requests (capplan/drift/histogram.py), from the roll-up
 -- `drift_daily_rollup` (sql/int_drift_daily_histogram.sql) of `requests` and of stored partitions:
 -- rows of one key may repeat (a day fed by several partitions) and are summed.
 -- parameters: $start_utc / $end_utc (null = open; UTC days).

@@ -1,7 +1,8 @@
 -- request-based SLI per UTC hour and model (and '__all__'), read from the raw rows because the
--- TTFT threshold is a parameter. Success: status 2xx. Valid events: every row except 4xx client
--- errors other than 429 (the client's fault; 429 is our capacity, so it counts and is bad).
--- Good events: valid, 2xx and TTFT <= $ttft_threshold_ms (a 2xx with no TTFT logged counts as good).
+-- TTFT threshold is a parameter. The event rules are the SLO stage's, defined once as macros:
+-- valid = sli_valid(status) (every row but a 4xx other than 408 and 429, sql/ddl_macro_sli_valid.sql),
+-- success = sli_success(status) (2xx), good = sli_good(status, ttft_ms, $ttft_threshold_ms)
+-- (2xx and TTFT <= the threshold, or no TTFT logged; sql/ddl_macro_sli_good.sql).
 with
 
 source as (
@@ -15,10 +16,9 @@ counts as (
     select
         epoch_us(ts_utc) // 3600000000 as hour_epoch,
         coalesce(model, '__all__') as model,
-        count(*) filter (where status < 400 or status >= 500 or status = 429) as valid_events,
-        count(*) filter (where status >= 200 and status < 300) as success_events,
-        count(*) filter (where status >= 200 and status < 300
-                           and (ttft_ms is null or ttft_ms <= $ttft_threshold_ms::double)) as good_events
+        count(*) filter (where sli_valid(status)) as valid_events,
+        count(*) filter (where sli_success(status)) as success_events,
+        count(*) filter (where sli_good(status, ttft_ms, $ttft_threshold_ms::double)) as good_events
     from source
     group by grouping sets ((hour_epoch, model), (hour_epoch))
 ),

@@ -39,15 +39,11 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
         from rich.table import Table
 
-        from capplan.drift.detect import (
-            cost_change_decomposition,
-            daily_histograms,
-            forecast_requests_per_month,
-            monthly_requests,
-            price_findings,
-            request_costs,
-            window_comparisons,
-        )
+        from capplan.drift.decomposition import cost_change_decomposition
+        from capplan.drift.detect import window_comparisons
+        from capplan.drift.histogram import daily_histograms
+        from capplan.drift.pricing import forecast_requests_per_month, monthly_requests, price_findings
+        from capplan.sizing.cost.per_request import request_costs
 
         if volume not in ("forecast", "recent"):
             fail(f"--volume {volume!r}: expected 'forecast' or 'recent'")

@@ -8,8 +8,9 @@
 - :func:`shapley_decomposition` splits the change of any function of a few
   factors into one part per factor that add up exactly to the total.
 
-Lives in ``forecasting/`` because it is series-in, numbers-out; the database
-side (windows, histograms, prices) is :mod:`capplan.drift`.
+Pure: the database side is :mod:`capplan.drift.histogram` (the reader), the windows and alert rule
+:mod:`capplan.drift.detect`, the prices :mod:`capplan.drift.pricing` and
+:mod:`capplan.drift.decomposition`.
 """
 
 from __future__ import annotations

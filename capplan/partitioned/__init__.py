@@ -30,7 +30,6 @@ in the first minutes of a partition, while requests of the one before are still 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import tempfile
@@ -47,7 +46,7 @@ from capplan import sql
 from capplan import ingest, profile
 from capplan.config import ClusterConfig, IngestConfig, SourceConfig
 from capplan.db import connect
-from capplan.rollups import NO_TTFT_THRESHOLD_MS, PLAN_INPUTS
+from capplan.rollups import NO_TTFT_THRESHOLD_MS, PLAN_INPUTS, drift_histogram_params
 
 HIVE_DAY = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 """Name of a day partition folder: ``dt=YYYY-MM-DD``."""
@@ -255,14 +254,12 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
 
 def _plan_input_params(ttft_thresholds_ms: Iterable[float | None]) -> dict[str, dict]:
     """Bound parameters of each :data:`PLAN_INPUTS` roll-up over a whole partition."""
-    from capplan.drift.detect import BIN_GAMMA  # capplan.drift reads through this module: import when used
-
     thresholds = sorted({NO_TTFT_THRESHOLD_MS, *(NO_TTFT_THRESHOLD_MS if t is None else float(t)
                                                  for t in ttft_thresholds_ms)})
     everything = {"start_utc": None, "end_utc": None}
     return {"int_plan_request_mix_hourly": {}, "int_plan_kv_tokens_hourly": {},
             "int_slo_minute_rollup": everything | {"model": None, "ttft_thresholds_ms": thresholds},
-            "int_drift_daily_histogram": everything | {"inv_ln_gamma": 1 / math.log(BIN_GAMMA)}}
+            "int_drift_daily_histogram": everything | drift_histogram_params()}
 
 
 # --------------------------------------------------------------------------- merge (centre)

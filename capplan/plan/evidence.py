@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
-import numpy as np
 import pandas as pd
 
 from capplan.config import CapplanConfig, DriftConfig
-from capplan.drift.detect import BIN_GAMMA, daily_histograms, detect_drift, request_costs
+from capplan.drift.detect import detect_drift
+from capplan.drift.histogram import bin_lower_tokens, daily_histograms
+from capplan.sizing.cost.per_request import request_costs
 from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
 
 
@@ -32,15 +33,15 @@ class DriftEvidence:
     """Token-length shares of the baseline and latest windows, and the drift stage's priced findings."""
 
     token_hist: pd.DataFrame   # window ('baseline' | 'latest'), metric, tokens (bin lower edge) [tokens], share [fraction]
-    findings: pd.DataFrame     # capplan.drift.DriftFinding
+    findings: pd.DataFrame     # capplan.drift.pricing.DriftFinding
     caption: str
 
 
 def window_token_shares(hist: pd.DataFrame, cfg: DriftConfig) -> pd.DataFrame:
     """Share of requests per token bin in the latest ``window_days`` and the ``baseline_days`` before, all models.
 
-    ``hist`` is :func:`capplan.drift.detect.daily_histograms`'s frame; bin ``k`` starts at
-    ``BIN_GAMMA**k`` tokens and bin ``-1`` at 0.
+    ``hist`` is :func:`capplan.drift.histogram.daily_histograms`'s frame; each bin's ``tokens`` is its
+    lower edge (:func:`capplan.drift.histogram.bin_lower_tokens`).
     """
     end = hist["day_utc"].max() + pd.Timedelta(days=1)
     starts = {"latest": end - pd.Timedelta(days=cfg.window_days)}
@@ -51,7 +52,7 @@ def window_token_shares(hist: pd.DataFrame, cfg: DriftConfig) -> pd.DataFrame:
     counts = hist.assign(window=window).dropna(subset=["window"]).groupby(
         ["window", "metric", "bin"], as_index=False)["requests"].sum()
     counts["share"] = counts["requests"] / counts.groupby(["window", "metric"])["requests"].transform("sum")
-    counts["tokens"] = np.where(counts["bin"] < 0, 0.0, BIN_GAMMA ** counts["bin"].astype(float))
+    counts["tokens"] = bin_lower_tokens(counts["bin"])
     return counts[["window", "metric", "tokens", "share"]].astype({"window": str})
 
 

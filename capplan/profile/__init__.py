@@ -37,7 +37,7 @@ import pyarrow as pa_arrow
 from pandera.typing import DataFrame, Series
 
 from capplan import sql
-from capplan.db import memory_capped
+from capplan.db import create_macros, memory_capped
 from capplan.profile.bins import HISTOGRAM_GAMMA, HISTOGRAM_RELATIVE_ERROR  # noqa: F401 (re-exported)
 from capplan.profile.counting import (
     S_PER_HOUR,
@@ -255,6 +255,7 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
         " and ts_utc < $end_utc order by model",
         _rollup_params(start_utc, end_utc) | {"lookback_us": lookback_us}).fetchall()]
     inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
+    create_macros(con)  # the status classes use sli_valid/sli_success; con may be any connection
     query = sql.load("int_profile_rows")
     carried = None
     for start, end in _windows(con, start_utc, end_utc, len(models)):
@@ -768,7 +769,7 @@ class HourlySli(pa.DataFrameModel):
 
     hour_utc: Series[pd.Timestamp]
     model: Series[str]
-    valid_events: Series[int] = pa.Field(ge=0, description="All rows but non-429 4xx. [requests]")
+    valid_events: Series[int] = pa.Field(ge=0, description="All rows but 4xx other than 408 and 429 (sli_valid). [requests]")
     good_events: Series[int] = pa.Field(ge=0, description="2xx with TTFT <= threshold. [requests]")
     success_rate: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="2xx / valid. [fraction]")
     good_fraction: Series[float] = pa.Field(ge=0, le=1, nullable=True, description="good / valid. [fraction]")
@@ -800,7 +801,8 @@ def hourly_sli(
     Notes
     -----
     * Success is a 2xx status. Valid events are all requests except 4xx client errors other than
-      429: a malformed request is the client's fault, a 429 is our lack of capacity and counts bad.
+      408 and 429 (the SLO stage's rule, ``sql/ddl_macro_sli_valid.sql``): a malformed request is the
+      client's fault; a 408 (generation overran) and a 429 (our lack of capacity) count, and are bad.
     * A 2xx without TTFT logged counts as good (nothing shows it was slow).
     * Good events are counted exactly from the raw rows (the threshold is a parameter); the TTFT
       percentiles come from the histograms of all rows with TTFT, within ``HISTOGRAM_RELATIVE_ERROR``.

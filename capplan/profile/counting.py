@@ -20,7 +20,8 @@ US_PER_S = 1_000_000
 US_PER_HOUR = 3_600_000_000
 S_PER_HOUR = 3_600
 STATUS_CLASSES = 3
-"""``status_class`` of ``sql/int_profile_rows.sql``: 0 success (2xx), 1 a 4xx other than 429, 2 other."""
+"""``status_class`` of ``sql/int_profile_rows.sql``: 0 success (2xx), 1 no SLI event (a 4xx other than
+408 and 429), 2 other (valid and bad)."""
 METRICS = ("input_tokens", "output_tokens", "ttft_ms", "latency_ms")
 _TIMES = ("ttft_ms", "latency_ms")
 

@@ -4,7 +4,7 @@ The stage reads per-minute good/valid counts on a dense UTC minute grid
 (``sql/int_slo_minute_counts.sql``) from a per-minute roll-up (``sql/int_slo_minute_rollup.sql``)
 of the ``requests`` table and of stored partitions (:func:`capplan.rollups.rollup_with_partitions`):
 minutes, not hourly roll-ups, so burn-rate windows are exact. It applies the arithmetic of
-:mod:`sizing.slo`. Its outputs are validated frames and records for the CLI and
+:mod:`capplan.slo.budget`. Its outputs are validated frames and records for the CLI and
 the monthly report:
 
 - :func:`slo_status` → :class:`SloStatus`: budget consumed and remaining at a date;
@@ -17,7 +17,9 @@ Events
 A *request-based* SLO counts requests: valid = every request (to ``slo.model``
 if set) except client errors (4xx other than 408 and 429, unless
 ``slo.count_client_errors``), good = HTTP 2xx and, if ``slo.ttft_threshold_ms`` is set, TTFT at most
-that. A *time-based* SLO counts minutes: every minute of the span is valid and
+that. The rules are the SQL macros ``sli_valid`` / ``sli_success`` / ``sli_good``
+(``sql/ddl_macro_sli_*.sql``, made on every connection by :func:`capplan.db.connect`), which the
+profile's hourly SLI uses too, so both stages count the same events. A *time-based* SLO counts minutes: every minute of the span is valid and
 a minute with traffic is bad when its good fraction is below
 ``slo.bad_minute_below_fraction``; a minute without traffic is good (no
 evidence of an outage).
@@ -152,7 +154,7 @@ class SloStatus:
 
 
 def rules_from_config(slo: SloConfig) -> tuple[BurnRateRule, ...]:
-    """The SLO's alert rules as :class:`sizing.slo.BurnRateRule` records."""
+    """The SLO's alert rules as :class:`capplan.slo.budget.BurnRateRule` records."""
     return tuple(BurnRateRule(a.severity, a.long_window_minutes, a.short_window_minutes, a.burn_rate_threshold)
                  for a in slo.alerts)
 
@@ -204,9 +206,7 @@ def _request_span(con: duckdb.DuckDBPyConnection, slo: SloConfig) -> tuple[datet
 
     Over ``requests`` and the stored partitions: two min/max look-ups, not a per-minute roll-up.
     """
-    first, last = con.execute(
-        "select min(ts_utc), max(ts_utc) from requests where ($model::varchar is null or model = $model::varchar)",
-        {"model": slo.model}).fetchone()
+    first, last = con.execute(sql.load("int_slo_request_span"), {"model": slo.model}).fetchone()
     spans = [(pd.Timestamp(first).floor("min").to_pydatetime(), pd.Timestamp(last).floor("min").to_pydatetime())
              ] if last is not None else []
     part_first, part_last = partition_minute_span(con, slo.model)

@@ -1,11 +1,11 @@
-"""Tests for ``capplan drift`` (capplan/commands/drift.py)."""
+"""Tests for ``capplan drift`` (capplan/cli/drift.py)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, date, datetime
 
-import pyarrow as pa
+import pyarrow as arrow
 import pytest
 from typer.testing import CliRunner
 
@@ -24,7 +24,7 @@ def db(tmp_path_factory):
     path = tmp_path_factory.mktemp("drift") / "capplan.duckdb"
     con = connect(path)
     ensure_tables(con)
-    con.register("generated", pa.concat_tables(c.table for c in iter_days(spec)))
+    con.register("generated", arrow.concat_tables(c.table for c in iter_days(spec)))
     con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select *, 0 from generated")
     con.close()
     return path

@@ -1,4 +1,4 @@
-"""Tests for ``capplan slo`` (capplan/commands/slo.py)."""
+"""Tests for ``capplan slo`` (capplan/cli/slo.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for forecasting/drift.py: PSI, chi-square, CUSUM change point and the Shapley decomposition."""
+"""Tests for capplan/drift/stats.py: PSI, chi-square, CUSUM change point and the Shapley decomposition."""
 
 from __future__ import annotations
 

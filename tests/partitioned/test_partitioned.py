@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from capplan import ingest, partitioned, profile
 from capplan.config import ClusterConfig, IngestConfig, SloConfig, SourceConfig, parse_config
-from capplan.drift.detect import daily_histograms
+from capplan.drift.histogram import daily_histograms
 from capplan.slo.status import minute_events, slo_status
 from capplan.db import connect
 from capplan.plan.inputs import measure_inputs

@@ -59,7 +59,7 @@ def _rows(frame: pd.DataFrame, models: list[str]) -> pa.RecordBatch:
     """The columns of sql/int_profile_rows.sql from a frame of raw rows."""
     status = frame["status"].to_numpy()
     status_class = np.where((status >= 200) & (status < 300), 0,
-                            np.where((status >= 400) & (status < 500) & (status != 429), 1, 2))
+                            np.where((status >= 400) & (status < 500) & ~np.isin(status, [408, 429]), 1, 2))
     return pa.RecordBatch.from_pydict({
         "ts_us": pa.array(frame["ts_utc"].to_numpy("datetime64[us]").astype(np.int64)),
         "model_index": pa.array(frame["model"].map({m: i for i, m in enumerate(models)}).to_numpy(), pa.uint16()),

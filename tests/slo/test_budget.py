@@ -1,4 +1,4 @@
-"""Tests for sizing/slo.py: the error-budget and burn-rate arithmetic."""
+"""Tests for capplan/slo/budget.py: the error-budget and burn-rate arithmetic."""
 
 from __future__ import annotations
 

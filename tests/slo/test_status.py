@@ -1,4 +1,4 @@
-"""Tests for capplan/slo.py and sql/int_slo_minute_counts.sql on real DuckDB data."""
+"""Tests for capplan/slo/status.py and sql/int_slo_*.sql on real DuckDB data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from capplan import sql
+from capplan import profile, sql
 from capplan.config import BurnRateAlertConfig, SloConfig
 from capplan.db import connect
 from capplan.ingest import ensure_tables
@@ -63,6 +63,54 @@ def test_minute_counts_sql_on_a_few_rows():
     assert got["bad_events"].tolist() == [1, 0, 1]  # the 500, and the 3 s TTFT
     only_a = minute_events(con, SloConfig(model="a", count_client_errors=True))
     assert only_a["valid_events"].tolist() == [2, 0, 2] and only_a["bad_events"].tolist() == [1, 0, 1]
+
+
+SLI_RULE_ROWS = [  # (status, ttft_ms), one hour and one minute of model 'a'
+    (200, 100.0),    # valid, good
+    (408, None),     # valid, bad: the server timed the request out (generation overran)
+    (429, 5.0),      # valid, bad: throttled, our capacity
+    (404, 5.0),      # not valid: the caller's fault
+    (500, None),     # valid, bad
+    (200, 5_000.0),  # valid, bad: a success slower than the 2 s TTFT threshold
+]
+
+
+def _sli_rule_db(path) -> None:
+    con = connect(path)
+    ensure_tables(con)
+    con.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, "
+                    "latency_ms, file_id) values (?, 1, 1, 'a', ?, ?, 10.0, 1)",
+                    [(datetime(2026, 1, 1, 10, 0, i), status, ttft) for i, (status, ttft) in enumerate(SLI_RULE_ROWS)])
+    profile.refresh_rollups(con)
+    con.close()
+
+
+def test_profile_sli_and_slo_stage_count_the_same_events(tmp_path):
+    """One rule (sql/ddl_macro_sli_*.sql): the profile's hourly SLI, its stored roll-up and the SLO stage agree."""
+    _sli_rule_db(tmp_path / "sli.duckdb")
+    con = connect(tmp_path / "sli.duckdb")
+    slo = SloConfig(model="a", ttft_threshold_ms=2000.0, window_days=1)
+    sli = profile.hourly_sli(con, slo.ttft_threshold_ms, model="a").iloc[0]
+    events = minute_events(con, slo)
+    status = slo_status(con, slo)
+    stored = con.execute("select valid_events, success_events from fct_traffic_hourly where model = 'a'").fetchall()
+    con.close()
+    assert (sli["valid_events"], sli["good_events"]) == (5, 1)  # 200, 408, 429, 500, slow 200; the fast 200
+    assert sli["success_rate"] == pytest.approx(2 / 5)
+    assert (events["valid_events"].sum(), events["valid_events"].sum() - events["bad_events"].sum()) == (5, 1)
+    assert (status.valid_events, status.bad_events) == (5, 4)
+    assert stored == [(5, 2)]  # the status classes of sql/int_profile_rows.sql
+
+
+def test_slo_stage_reads_a_read_only_database(tmp_path):
+    """The SLI macros are temp macros: a read-only connection and its cursors get them."""
+    _sli_rule_db(tmp_path / "sli.duckdb")
+    con = connect(tmp_path / "sli.duckdb", read_only=True)
+    counted = minute_events(con, SloConfig(model="a", count_client_errors=True))
+    status = slo_status(con, SloConfig(model="a", ttft_threshold_ms=2000.0, window_days=1))
+    con.close()
+    assert counted["valid_events"].sum() == 6  # the 404 counts when the SLO counts client errors
+    assert (status.valid_events, status.bad_events) == (5, 4)
 
 
 def test_status_over_the_whole_window(con):
