@@ -20,6 +20,10 @@ plain file lists, are rolled up one partition at a time, each on its own DuckDB:
    the same roll-up of ``requests`` with the stored partitions' rows appended, so one code path
    serves file ingest, partitions, or both.
 
+One module per job: :mod:`~capplan.partitioned.discover` (1), :mod:`~capplan.partitioned.rollup`
+(2), :mod:`~capplan.partitioned.store` (3) and :mod:`~capplan.partitioned.tables` (the central
+tables); this package re-exports their public names.
+
 Counts, sums and histogram bins merge exactly whatever the partitioning; the busiest second per
 hour (a max) is exact when each UTC hour lies in one partition, as with ``dt=`` day folders, and a
 lower bound in the hours :func:`shared_hours` lists. The peak in flight (also a max) is a lower bound
