@@ -11,7 +11,7 @@ per day, holding the last day back. Then, on the same table, in ``--repeat`` int
   model: counts by status, sums, the busiest second, also of all models, and the four log-binned
   histograms), the floor of doing it all in SQL; no concurrency sweep;
 - ``scan``: ``sql/int_profile_rows.sql`` streamed as Arrow batches and dropped: what the rollup reads;
-- ``count``: the scan plus :class:`capplan.profile_rollup.WindowRollup` counting (no tables written);
+- ``count``: the scan plus :class:`capplan.profile.counting.WindowRollup` counting (no tables written);
 - ``refresh_full``: :func:`capplan.profile.refresh_rollups` with ``full=True``.
 
 Each round's figures are divided by that round's ``bare``; the medians of seconds and of ratios are
@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from capplan import sql  # noqa: E402
 from capplan import profile  # noqa: E402
+from capplan.profile import refresh  # noqa: E402
 from capplan.db import connect  # noqa: E402
 from capplan.ingest import ensure_tables  # noqa: E402
 from capplan.sample import SampleSpec, iter_days  # noqa: E402
@@ -117,7 +118,7 @@ def _load(db: Path, spec: SampleSpec) -> int:
         con.execute("create or replace table held_back as select * from requests limit 0")
         for i, chunk in enumerate(iter_days(spec), start=1):
             con.register("chunk", chunk.table)
-            target = "held_back" if i == spec.days else "requests"
+            target = "held_back" if i == spec.days else "request_rows"  # `requests` is a view of request_rows
             con.execute(f"insert into {target} by name select *, ? as file_id from chunk", [i])  # noqa: S608
             con.unregister("chunk")
             print(f"  generated day {i}/{spec.days}", file=sys.stderr, flush=True)
@@ -134,10 +135,10 @@ def _load(db: Path, spec: SampleSpec) -> int:
 def _scan(con, count: bool) -> None:
     """The rollup's rows of the whole table streamed and dropped; or, with ``count``, counted window by window."""
     first, last = con.execute("select min(ts_utc), max(ts_utc) from requests").fetchall()[0]
-    start, end = profile._floor_hour(first), profile._floor_hour(last) + profile._HOUR
-    profile._use_source(con, "requests")
+    start, end = refresh._floor_hour(first), refresh._floor_hour(last) + refresh._HOUR
+    refresh._use_source(con, "requests")
     if count:
-        for _ in profile._roll_up(con, start, end, lookback_us=0, in_flight=False):
+        for _ in refresh._roll_up(con, start, end, lookback_us=0, in_flight=False):
             pass
         return
     models = [m for (m,) in con.execute("select distinct model from requests order by 1").fetchall()]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 import duckdb
-import pyarrow as pa
+import pyarrow as arrow
 
 from capplan import sql
 from capplan.db import create_macros
@@ -32,11 +32,16 @@ table that keeps each partition's rows of it; readers sum the two (:func:`rollup
 DRIFT_BINS_MERGED = 9
 """Profile histogram bins (:data:`capplan.profile.bins.HISTOGRAM_GAMMA`) per bin of the drift roll-up
 (``sql/int_drift_daily_histogram.sql``): its bin ``j`` is the profile's bins ``9j .. 9j+8``."""
+_STORED_ROWS_SQL = {"int_plan_request_mix_hourly": "int_rollups_stored_request_mix_hourly",
+                    "int_plan_kv_tokens_hourly": "int_rollups_stored_kv_tokens_hourly",
+                    "int_slo_minute_rollup": "int_rollups_stored_slo_minute",
+                    "int_drift_daily_histogram": "int_rollups_stored_drift_daily_histogram"}
+"""Roll-up query -> the SQL reading every stored partition's rows of it (its table of :data:`PLAN_INPUTS`)."""
 NO_TTFT_THRESHOLD_MS = float("inf")
 """The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
 
 
-def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: Mapping | None = None) -> pa.Table:
+def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: Mapping | None = None) -> arrow.Table:
     """The roll-up ``sql/<query>.sql`` of ``requests``, with every stored partition's rows of it appended.
 
     One code path for the plan's readers: rows from file ingest and from partitions have the same
@@ -53,12 +58,10 @@ def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: M
     with con.cursor() as cur:
         create_macros(cur)  # a cursor does not see its connection's temp macros (sli_valid, ...)
         rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
-        table = PLAN_INPUTS[query]
-        if not _has_table(cur, table):
+        if not _has_table(cur, PLAN_INPUTS[query]):
             return rows  # a database that never stored partitions
-        # the table name is a fixed value of PLAN_INPUTS, not user input
-        parts = cur.sql(f"select * exclude (partition_id) from {table}").to_arrow_table()  # noqa: S608
-    return pa.concat_tables([rows, parts.cast(rows.schema)])
+        parts = cur.sql(sql.load(_STORED_ROWS_SQL[query])).to_arrow_table()
+    return arrow.concat_tables([rows, parts.cast(rows.schema)])
 
 
 @contextmanager
@@ -89,22 +92,17 @@ def partition_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> 
 
     ``(None, None)`` without partitions: a min/max over the small per-minute table, not a new roll-up.
     """
-    table = PLAN_INPUTS["int_slo_minute_rollup"]
-    if not _has_table(con, table):
+    if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):
         return None, None
-    # the table name is a fixed value of PLAN_INPUTS, not user input
-    return con.execute(f"select min(minute_utc), max(minute_utc) from {table} "  # noqa: S608
-                       "where $model::varchar is null or model = $model::varchar", {"model": model}).fetchone()
+    return con.execute(sql.load("int_rollups_partition_minute_span"), {"model": model}).fetchone()
 
 
 def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:
     """The TTFT thresholds the stored partitions' SLO roll-ups hold (``[]`` without partitions). [ms]"""
     if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):
         return []
-    return [t for (t,) in con.execute(
-        "select distinct ttft_threshold_ms from partition_slo_minute order by 1").fetchall()]
+    return [t for (t,) in con.execute(sql.load("int_rollups_partition_ttft_thresholds")).fetchall()]
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("select count(*) from duckdb_tables() where table_name = ? and not temporary",
-                            [table]).fetchall()[0][0])
+    return bool(con.execute(sql.load("int_rollups_has_table"), {"table": table}).fetchall()[0][0])

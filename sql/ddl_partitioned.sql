@@ -1,4 +1,4 @@
--- partitioned roll-ups (capplan/partitioned.py): the central database keeps the ledger of partitions,
+-- partitioned roll-ups (capplan/partitioned/): the central database keeps the ledger of partitions,
 -- each partition's hourly roll-ups and its quarantined rows; raw request rows never come here.
 create sequence if not exists partition_id_seq start 1;
 create table if not exists partition_ledger (
@@ -96,7 +96,7 @@ create table if not exists partition_drift_daily_histogram (
     day_utc      date     not null,  -- UTC calendar day
     model        varchar  not null,
     metric       varchar  not null,  -- 'input_tokens' | 'output_tokens'
-    bin          smallint not null,  -- log-bin index, gamma = 2^(1/4) (capplan/drift.py)
+    bin          smallint not null,  -- log-bin index, gamma = 2^(1/4) (capplan.rollups.drift_histogram_params)
     requests     bigint   not null,  -- 2xx [requests]
     tokens_sum   bigint   not null   -- [tokens]
 );

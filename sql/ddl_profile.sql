@@ -1,4 +1,4 @@
--- rollup tables of the traffic profile (capplan/profile.py), kept up to date by refresh_rollups().
+-- rollup tables of the traffic profile (capplan/profile/), kept up to date by capplan.profile.refresh.refresh_rollups().
 -- every row is one UTC hour of one model; model '__all__' is all models together.
 create table if not exists fct_traffic_hourly (
     hour_utc             timestamp not null,  -- start of the hour, UTC

@@ -75,7 +75,8 @@ def ingest(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from capplan.db import DatabaseLockedError, connect
-    from capplan.ingest import ingest_paths
+    from capplan.ingest import ensure_tables, ingest_paths
+    from capplan.profile import refresh_rollups
 
     cfg = with_cluster(load(config), cluster, scheduler_address)
     if on_changed not in (None, "refuse", "replace"):
@@ -113,6 +114,9 @@ def ingest(
             for src, patterns in jobs:
                 results += ingest_paths(con, patterns, src, cfg.ingest, on_changed=on_changed, on_file=advance,
                                         on_rows=add_rows)
+            if jobs:  # readers never write: the profile is current once the files are in
+                ensure_tables(con)  # even if no file matched
+                refresh_rollups(con)
         finally:
             con.close()
     partitioned = run_partitioned(cfg, as_json, db)

@@ -1,4 +1,8 @@
-"""``capplan profile``: summarise the traffic in the database and optionally write the profile frames."""
+"""``capplan profile``: summarise the traffic in the database and optionally write the profile frames.
+
+It reads only, on a read-only connection; ``--refresh`` (or ``--rebuild``, from every raw row) opens
+the database writable and brings the roll-ups up to date first.
+"""
 
 from __future__ import annotations
 
@@ -77,6 +81,8 @@ def profile(
     since: datetime | None = typer.Option(None, "--since", help="First UTC date/time to include, e.g. 2026-01-01."),
     out: Path | None = typer.Option(None, "--out", help="Also write the profile frames into this folder."),
     fmt: str = typer.Option("csv", "--format", help="Format of the frames written with --out: csv or parquet."),
+    refresh: bool = typer.Option(False, "--refresh", help="Bring the roll-ups up to date with the ingested files first."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the roll-ups from every raw row first."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Summarise the traffic: span, requests, average and peak QPS, token percentiles per model, SLI."""
@@ -91,11 +97,14 @@ def profile(
     path = db_path(cfg, db)
     if not path.is_file():
         fail(f"database {path} does not exist: run `capplan ingest` first or point --db at one")
+    writes = refresh or rebuild
     try:
-        con = connect(path)
+        con = connect(path, read_only=not writes)
     except DatabaseLockedError as exc:
         fail(str(exc))
     try:
+        if writes:
+            stage.refresh_rollups(con, full=rebuild)
         summary = stage.profile_summary(con, model, since, ttft_threshold_ms=cfg.profile.ttft_threshold_ms,
                                         empty_hours=cfg.profile.empty_hours)
         if model is not None and summary["total_requests"] == 0:

@@ -8,13 +8,13 @@ of a window once, as Arrow batches (memory stays flat), and :class:`WindowRollup
 figure of the window in the same pass: counts by status class, token and time sums, the four
 log-binned histograms, arrivals per second, and the in-flight spans for the concurrency sweep.
 
-Pure numpy: arrays in, arrays out; :mod:`capplan.profile` runs the query and writes the tables.
+Pure numpy: arrays in, arrays out; :mod:`capplan.profile.refresh` runs the query and writes the tables.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
+import pyarrow as arrow
 
 US_PER_S = 1_000_000
 US_PER_HOUR = 3_600_000_000
@@ -25,20 +25,20 @@ STATUS_CLASSES = 3
 METRICS = ("input_tokens", "output_tokens", "ttft_ms", "latency_ms")
 _TIMES = ("ttft_ms", "latency_ms")
 
-TRAFFIC_SCHEMA = pa.schema([
-    ("hour_utc", pa.timestamp("us")), ("model", pa.string()), ("requests", pa.int64()), ("errors", pa.int64()),
-    ("valid_events", pa.int64()), ("success_events", pa.int64()), ("input_tokens_sum", pa.int64()),
-    ("output_tokens_sum", pa.int64()), ("ttft_ms_sum", pa.float64()), ("ttft_count", pa.int64()),
-    ("latency_ms_sum", pa.float64()), ("latency_count", pa.int64()), ("peak_second_requests", pa.int64()),
+TRAFFIC_SCHEMA = arrow.schema([
+    ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()), ("requests", arrow.int64()), ("errors", arrow.int64()),
+    ("valid_events", arrow.int64()), ("success_events", arrow.int64()), ("input_tokens_sum", arrow.int64()),
+    ("output_tokens_sum", arrow.int64()), ("ttft_ms_sum", arrow.float64()), ("ttft_count", arrow.int64()),
+    ("latency_ms_sum", arrow.float64()), ("latency_count", arrow.int64()), ("peak_second_requests", arrow.int64()),
 ])
 """Columns of ``fct_traffic_hourly`` (``sql/ddl_profile.sql``)."""
-HISTOGRAM_SCHEMA = pa.schema([
-    ("hour_utc", pa.timestamp("us")), ("model", pa.string()), ("metric", pa.string()), ("bin", pa.int16()),
-    ("count", pa.int64()),
+HISTOGRAM_SCHEMA = arrow.schema([
+    ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()), ("metric", arrow.string()), ("bin", arrow.int16()),
+    ("count", arrow.int64()),
 ])
 """Columns of ``fct_histogram_hourly``."""
-CONCURRENCY_SCHEMA = pa.schema([("hour_utc", pa.timestamp("us")), ("model", pa.string()),
-                                ("concurrency_peak", pa.int64())])
+CONCURRENCY_SCHEMA = arrow.schema([("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
+                                ("concurrency_peak", arrow.int64())])
 """Columns of ``fct_concurrency_hourly``."""
 
 
@@ -272,7 +272,7 @@ class WindowRollup:
         self._spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [carried_spans] if carried_spans else []
         self._token_bins = _TokenBins(inv_ln_gamma)
 
-    def add(self, batch: pa.RecordBatch) -> None:
+    def add(self, batch: arrow.RecordBatch) -> None:
         """Count one batch of rows (columns of ``sql/int_profile_rows.sql``)."""
         ts_us = batch.column("ts_us").to_numpy()
         model = batch.column("model_index").to_numpy().astype(np.int64)
@@ -280,7 +280,7 @@ class WindowRollup:
             self._keep_spans(ts_us, model, batch.column("latency_ms").to_numpy(zero_copy_only=False))
         arriving = ts_us >= self.arrivals_from_us
         if not arriving.all():  # the lookback rows only feed the sweep
-            batch, ts_us, model = batch.filter(pa.array(arriving)), ts_us[arriving], model[arriving]
+            batch, ts_us, model = batch.filter(arrow.array(arriving)), ts_us[arriving], model[arriving]
             if not len(ts_us):
                 return
         n_models, keys = len(self.models), len(self._status)
@@ -333,7 +333,7 @@ class WindowRollup:
     def _hours(self) -> np.ndarray:
         return (np.arange(self.n_hours, dtype=np.int64) + self.first_hour) * US_PER_HOUR
 
-    def traffic(self, all_models: str) -> pa.Table:
+    def traffic(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_traffic_hourly`` for every (hour, model) with arrivals, and ``all_models``."""
         n_models = len(self.models)
         seconds = self._per_second.reshape(self.n_hours, S_PER_HOUR, n_models)
@@ -348,44 +348,44 @@ class WindowRollup:
         requests = status.sum(axis=2)
         hour_index, model_index = np.nonzero(requests)  # hour-major; model index n_models = all models
         at = (hour_index, model_index)
-        return pa.Table.from_arrays([
-            pa.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
-            pa.array(requests[at]), pa.array(requests[at] - status[at][:, 0]),
-            pa.array(requests[at] - status[at][:, 1]), pa.array(status[at][:, 0]),
-            pa.array(columns["tokens"][at][:, 0]), pa.array(columns["tokens"][at][:, 1]),
-            pa.array(columns["time_sums"][at][:, 0]), pa.array(columns["time_counts"][at][:, 0]),
-            pa.array(columns["time_sums"][at][:, 1]), pa.array(columns["time_counts"][at][:, 1]),
-            pa.array(peak[at].astype(np.int64)),
+        return arrow.Table.from_arrays([
+            arrow.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
+            arrow.array(requests[at]), arrow.array(requests[at] - status[at][:, 0]),
+            arrow.array(requests[at] - status[at][:, 1]), arrow.array(status[at][:, 0]),
+            arrow.array(columns["tokens"][at][:, 0]), arrow.array(columns["tokens"][at][:, 1]),
+            arrow.array(columns["time_sums"][at][:, 0]), arrow.array(columns["time_counts"][at][:, 0]),
+            arrow.array(columns["time_sums"][at][:, 1]), arrow.array(columns["time_counts"][at][:, 1]),
+            arrow.array(peak[at].astype(np.int64)),
         ], schema=TRAFFIC_SCHEMA)
 
-    def histogram(self, all_models: str) -> pa.Table:
+    def histogram(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
         parts = []
         for metric, acc in self._bins.items():
             by_model = acc.reshape(self.n_hours, len(self.models), acc.shape[1])
             counts = np.concatenate([by_model, by_model.sum(axis=1, keepdims=True)], axis=1)
             hour_index, model_index, column = np.nonzero(counts)
-            parts.append(pa.Table.from_arrays([
-                pa.array(self._hours()[hour_index].astype("datetime64[us]")),
+            parts.append(arrow.Table.from_arrays([
+                arrow.array(self._hours()[hour_index].astype("datetime64[us]")),
                 self._names(model_index, all_models),
-                pa.DictionaryArray.from_arrays(np.zeros(len(column), np.int32), [metric]).dictionary_decode(),
-                pa.array((column - 1).astype(np.int16)), pa.array(counts[hour_index, model_index, column]),
+                arrow.DictionaryArray.from_arrays(np.zeros(len(column), np.int32), [metric]).dictionary_decode(),
+                arrow.array((column - 1).astype(np.int16)), arrow.array(counts[hour_index, model_index, column]),
             ], schema=HISTOGRAM_SCHEMA))
-        return pa.concat_tables(parts)
+        return arrow.concat_tables(parts)
 
-    def concurrency(self, all_models: str) -> pa.Table:
+    def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
         if not self.in_flight:
             raise ValueError("this WindowRollup was made with in_flight=False: it kept no spans")
         model, start, end = self._all_spans()
         peaks = peak_in_flight_by_model(model, start, end, len(self.models), self.first_hour, self.n_hours)
         hour_index, model_index = np.nonzero(peaks)  # hour-major; model index n_models = all models
-        return pa.Table.from_arrays([
-            pa.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
-            pa.array(peaks[hour_index, model_index]),
+        return arrow.Table.from_arrays([
+            arrow.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
+            arrow.array(peaks[hour_index, model_index]),
         ], schema=CONCURRENCY_SCHEMA)
 
-    def _names(self, index: np.ndarray, all_models: str) -> pa.Array:
+    def _names(self, index: np.ndarray, all_models: str) -> arrow.Array:
         """Model names of model indices (``len(models)`` means ``all_models``), built in Arrow, not Python."""
-        names = pa.array([*self.models, all_models], pa.string())
-        return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), names).dictionary_decode()
+        names = arrow.array([*self.models, all_models], arrow.string())
+        return arrow.DictionaryArray.from_arrays(arrow.array(index, arrow.int32()), names).dictionary_decode()

@@ -12,12 +12,14 @@ from capplan import sql
 from capplan.cli import app
 from capplan.db import connect
 from capplan.ingest import ensure_tables
+from capplan.profile import refresh_rollups
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def db(tmp_path):
+def stale_db(tmp_path):
+    """Rows in ``request_rows`` of a database whose roll-ups were never refreshed."""
     path = tmp_path / "capplan.duckdb"
     con = connect(path)
     ensure_tables(con)
@@ -30,6 +32,14 @@ def db(tmp_path):
     )
     con.close()
     return path
+
+
+@pytest.fixture
+def db(stale_db):
+    """``stale_db`` with its roll-ups refreshed, as ``capplan ingest`` leaves a database."""
+    with connect(stale_db) as con:
+        refresh_rollups(con)
+    return stale_db
 
 
 def test_json_summary_and_frames(db, tmp_path):
@@ -64,3 +74,19 @@ def test_errors_are_one_line(db, tmp_path, args, message):
     result = runner.invoke(app, ["profile", *args])
     assert result.exit_code != 0
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_reads_only_and_names_the_refresh_when_stale(stale_db):
+    result = runner.invoke(app, ["profile", "--db", str(stale_db)])
+    assert result.exit_code != 0 and "capplan profile --refresh" in result.output
+    with connect(stale_db, read_only=True) as con:  # the failed read wrote nothing
+        assert con.execute("select count(*) from duckdb_tables() where table_name = 'fct_traffic_hourly'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("flag", ["--refresh", "--rebuild"])
+def test_refresh_and_rebuild_bring_the_rollups_up_to_date_first(stale_db, flag):
+    result = runner.invoke(app, ["profile", "--db", str(stale_db), "--json", flag])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["total_requests"] == 3
+    again = runner.invoke(app, ["profile", "--db", str(stale_db), "--json"])  # read-only now suffices
+    assert again.exit_code == 0 and json.loads(again.stdout)["total_requests"] == 3

@@ -1,4 +1,4 @@
-"""Tests of capplan.profile_rollup: the numpy counting kernel of the profile's hourly rollups."""
+"""Tests of capplan.profile.counting: the numpy counting kernel of the profile's hourly rollups."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import date, datetime
 import duckdb
 import numpy as np
 import pandas as pd
-import pyarrow as pa
+import pyarrow as arrow
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from capplan import profile
@@ -41,7 +41,7 @@ def test_log_bins_equal_the_sql_formula_at_every_edge_and_token_count():
     edges = profile.HISTOGRAM_GAMMA ** np.arange(-5, 1200)
     values = np.concatenate([np.arange(1 << 20, dtype=float), edges, np.nextafter(edges, 0), rng.lognormal(6, 3, 100_000)])
     with duckdb.connect() as con:
-        con.register("v", pa.table({"x": values}))
+        con.register("v", arrow.table({"x": values}))
         want = con.sql(SQL_BIN, params={"inv": INV_LN_GAMMA}).fetchnumpy()["bin"]
     np.testing.assert_array_equal(log_bins(values, INV_LN_GAMMA), want)
 
@@ -55,19 +55,19 @@ def test_token_table_equals_direct_bins(tokens):
     np.testing.assert_array_equal(bins(values[::-1]), log_bins(values[::-1].astype(float), INV_LN_GAMMA))
 
 
-def _rows(frame: pd.DataFrame, models: list[str]) -> pa.RecordBatch:
+def _rows(frame: pd.DataFrame, models: list[str]) -> arrow.RecordBatch:
     """The columns of sql/int_profile_rows.sql from a frame of raw rows."""
     status = frame["status"].to_numpy()
     status_class = np.where((status >= 200) & (status < 300), 0,
                             np.where((status >= 400) & (status < 500) & ~np.isin(status, [408, 429]), 1, 2))
-    return pa.RecordBatch.from_pydict({
-        "ts_us": pa.array(frame["ts_utc"].to_numpy("datetime64[us]").astype(np.int64)),
-        "model_index": pa.array(frame["model"].map({m: i for i, m in enumerate(models)}).to_numpy(), pa.uint16()),
-        "status_class": pa.array(status_class, pa.uint8()),
-        "input_tokens": pa.array(frame["input_tokens"].to_numpy(), pa.int32()),
-        "output_tokens": pa.array(frame["output_tokens"].to_numpy(), pa.int32()),
-        "ttft_ms": pa.array(frame["ttft_ms"].to_numpy(), pa.float64()),  # NaN when not logged, as the SQL
-        "latency_ms": pa.array(frame["latency_ms"].to_numpy(), pa.float64()),
+    return arrow.RecordBatch.from_pydict({
+        "ts_us": arrow.array(frame["ts_utc"].to_numpy("datetime64[us]").astype(np.int64)),
+        "model_index": arrow.array(frame["model"].map({m: i for i, m in enumerate(models)}).to_numpy(), arrow.uint16()),
+        "status_class": arrow.array(status_class, arrow.uint8()),
+        "input_tokens": arrow.array(frame["input_tokens"].to_numpy(), arrow.int32()),
+        "output_tokens": arrow.array(frame["output_tokens"].to_numpy(), arrow.int32()),
+        "ttft_ms": arrow.array(frame["ttft_ms"].to_numpy(), arrow.float64()),  # NaN when not logged, as the SQL
+        "latency_ms": arrow.array(frame["latency_ms"].to_numpy(), arrow.float64()),
     })
 
 
@@ -120,7 +120,7 @@ def test_batches_do_not_change_the_result(day, cuts):
     for name in ("traffic", "histogram", "concurrency"):
         a, b = getattr(whole, name)(profile.ALL_MODELS), getattr(cut, name)(profile.ALL_MODELS)
         for column in a.column_names:
-            if a.schema.field(column).type == pa.float64():
+            if a.schema.field(column).type == arrow.float64():
                 np.testing.assert_allclose(a[column].to_numpy(), b[column].to_numpy(), rtol=1e-12)
             else:
                 assert a[column].equals(b[column]), (name, column)
@@ -215,3 +215,19 @@ def test_peak_in_flight_by_model_matches_brute_force(spans, unit_us):
             instants = [lo] + [t for t in s_ if lo <= t < hi]
             want = max(int(np.sum((s_ <= t) & (e_ > t))) for t in instants)
             assert got[hour, column] == want, (hour, column)
+
+
+@example(spans=[(0, 0), (10800, 1)])  # an arrival exactly at the window end counts in no hour
+@settings(max_examples=60, deadline=None)
+@given(spans=st.lists(st.tuples(st.integers(0, 3 * 3600), st.integers(0, 5000)), max_size=40))
+def test_peak_in_flight_matches_brute_force(spans):
+    """Against counting, at every instant that matters, the spans that cover it (times in seconds)."""
+    us = 1_000_000
+    start = np.array([s for s, _ in spans], dtype=np.int64) * us
+    end = start + np.array([d for _, d in spans], dtype=np.int64) * us
+    got = peak_in_flight_by_model(np.zeros(len(start), np.int64), start, end, 1, 0, 3)[:, 0]  # one model
+    for hour in range(3):
+        lo, hi = hour * 3600 * us, (hour + 1) * 3600 * us
+        instants = [lo] + [t for t in start if lo <= t < hi]
+        want = max(int(np.sum((start <= t) & (end > t))) for t in instants)
+        assert got[hour] == want

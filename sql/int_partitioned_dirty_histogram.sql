@@ -1,0 +1,5 @@
+-- every current partition's rows of partition_histogram_hourly in the hours being re-merged, as the merge
+-- SQL reads them (the columns of fct_histogram_hourly).
+select * exclude (partition_id)
+from partition_histogram_hourly
+semi join partitioned_dirty_hours using (hour_utc)

@@ -1,0 +1,89 @@
+"""Tests of capplan.profile.freshness: readers only read, on read-only connections, from current roll-ups."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import duckdb
+import pandas as pd
+import pytest
+
+from capplan import profile
+from capplan.config import IngestConfig, SourceConfig
+from capplan.db import connect
+from capplan.ingest import ensure_tables, ingest_paths
+from capplan.sample import SampleSpec, write_sample
+
+READERS = {
+    "hourly_traffic": lambda c: profile.hourly_traffic(c),
+    "daily_traffic": lambda c: profile.daily_traffic(c, tz="Europe/Berlin"),
+    "weekly_traffic": lambda c: profile.weekly_traffic(c),
+    "typical_week": lambda c: profile.typical_week(c),
+    "token_distribution": lambda c: profile.token_distribution(c, "day"),
+    "histograms": lambda c: profile.histograms(c, "latency_ms", "day"),
+    "hourly_sli": lambda c: profile.hourly_sli(c, 1_500.0),
+    "profile_summary": lambda c: profile.profile_summary(c),
+}
+"""Every reader of the profile, with typical arguments."""
+
+
+def test_no_requests_table():
+    with pytest.raises(profile.ProfileError, match="no 'requests' table"):
+        profile.hourly_traffic(connect())
+
+
+def test_read_only_connection_reads_last_refresh(tmp_path, load_rows, golden):
+    path = tmp_path / "p.duckdb"
+    c = connect(path)
+    ensure_tables(c)
+    load_rows(c, golden)
+    before = profile.hourly_traffic(c)
+    c.close()
+    ro = connect(path, read_only=True)
+    pd.testing.assert_frame_equal(profile.hourly_traffic(ro), before)
+    ro.close()
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_a_database_never_profiled_is_an_error_naming_the_refresh(con, insert_rows, golden, reader):
+    insert_rows(con, golden)
+    with pytest.raises(profile.ProfileError, match=r"never been profiled: run `capplan profile --refresh`"):
+        READERS[reader](con)
+    assert con.execute("select count(*) from duckdb_tables() where table_name = 'fct_traffic_hourly'").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("change", ["new file", "deleted file"])
+def test_rollups_older_than_the_ingested_files_are_an_error(con, insert_rows, load_rows, golden, change):
+    load_rows(con, golden)
+    if change == "new file":
+        insert_rows(con, [("2026-03-01 13:00:00", 1, 1, "a", 200, None, None, 3)])
+    else:
+        con.execute("delete from request_rows where file_id = 2")
+    for reader in READERS.values():
+        with pytest.raises(profile.ProfileError, match=r"older than the ingested files \(1 file\(s\).*"
+                                                       r"run `capplan profile --refresh`"):
+            reader(con)
+    assert profile.refresh_rollups(con) > 0
+    assert not profile.hourly_traffic(con).empty
+
+
+def test_every_reader_runs_on_a_read_only_connection_after_ingest_and_refresh(tmp_path):
+    """Ingest, refresh, then open read-only: every reader and the summary give what they gave writable."""
+    logs = write_sample(SampleSpec(date(2026, 3, 2), 8, 600, seed=4), tmp_path / "logs.parquet", split="day")
+    path = tmp_path / "capplan.duckdb"
+    with connect(path) as con:
+        results = ingest_paths(con, [str(p) for p in logs.paths], SourceConfig(name="s"),
+                               IngestConfig(contract_check="off"))
+        assert {r.status for r in results} == {"loaded"}
+        profile.refresh_rollups(con)
+        writable = {name: read(con) for name, read in READERS.items()}
+    with connect(path, read_only=True) as ro:
+        for name, read in READERS.items():
+            got = read(ro)
+            if isinstance(got, pd.DataFrame):
+                assert not got.empty, name
+                pd.testing.assert_frame_equal(got, writable[name], obj=name)
+            else:
+                assert got == writable[name] and got["total_requests"] > 0
+        with pytest.raises(duckdb.Error, match="read-only"):
+            profile.refresh_rollups(ro)  # the connection really is read-only: a refresh cannot write

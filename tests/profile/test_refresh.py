@@ -1,0 +1,204 @@
+"""Tests of capplan.profile.refresh: incremental and full refresh, the mergeable contract, windows.
+
+Incremental refresh, full rebuild and merged partitions must give identical rollup tables.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from capplan import profile
+from capplan.db import connect
+from capplan.profile import refresh
+
+
+def test_refresh_is_incremental_and_idempotent(con, insert_rows, golden):
+    insert_rows(con, golden[:4])
+    assert profile.refresh_rollups(con) == 2  # hour 10, and 11 where a request is still in flight
+    assert profile.refresh_rollups(con) == 0
+    insert_rows(con, golden[4:])
+    assert profile.refresh_rollups(con) == 1
+    incremental = profile.hourly_traffic(con)
+    profile.refresh_rollups(con, full=True)
+    pd.testing.assert_frame_equal(incremental, profile.hourly_traffic(con))
+
+
+def test_refresh_inside_the_callers_transaction(con, insert_rows, golden):
+    con.begin()
+    insert_rows(con, golden)
+    assert profile.refresh_rollups(con, transaction=False) == 3
+    con.rollback()  # the caller's rollback undoes rows and rollups together
+    assert profile.refresh_rollups(con) == 0
+    assert profile.hourly_traffic(con).empty
+
+
+def test_rollup_partition_of_no_rows_gives_empty_tables(con, insert_rows, golden):
+    insert_rows(con, golden)
+    parts = profile.rollup_partition(con, "requests", start_utc=datetime(2027, 1, 1))  # after every row
+    assert {name: table.num_rows for name, table in parts.items()} == {"fct_traffic_hourly": 0, "fct_histogram_hourly": 0}
+    whole = profile.rollup_partition(con, "requests")
+    for name, table in parts.items():
+        assert table.schema.names == whole[name].schema.names
+    merged = profile.merge_rollups(con, [parts, whole])
+    # 10:00: a, b and all; 12:00: b and all
+    assert merged["fct_traffic_hourly"].num_rows == whole["fct_traffic_hourly"].num_rows == 5
+
+
+@pytest.mark.parametrize("window_rows", [1, 1_000])
+def test_rollup_partition_sweeps_in_flight_in_the_same_scan(con, monkeypatch, window_rows, insert_rows,
+                                                            golden):
+    """With ``in_flight``, the partition's peak in flight per hour equals a refresh's, spill-over hours
+    after the last arrival included, whatever the windows (one hour each with a budget of one row)."""
+    rows = [*golden, ("2026-03-01 12:59:00.000", 5, 5, "a", 200, 10.0, 7_200_000.0, 2)]  # in flight until 14:59
+    insert_rows(con, rows)
+    monkeypatch.setattr(refresh, "ROLLUP_WINDOW_ROWS", window_rows)
+    parts = profile.rollup_partition(con, "requests", in_flight=True)
+    profile.refresh_rollups(con, full=True)
+    for name, table in parts.items():
+        keys = "hour_utc, model" + (", metric, bin" if name == "fct_histogram_hourly" else "")
+        want = con.sql(f"select * from {name} order by {keys}").to_arrow_table()  # noqa: S608
+        got = table.sort_by([(k.strip(), "ascending") for k in keys.split(",")])
+        assert got.to_pylist() == want.to_pylist(), name
+    peaks = {(r["hour_utc"].hour, r["model"]) for r in parts["fct_concurrency_hourly"].to_pylist()}
+    assert {(13, "a"), (14, "a"), (14, profile.ALL_MODELS)} <= peaks  # hours without arrivals
+    assert "fct_concurrency_hourly" not in profile.rollup_partition(con, "requests")
+
+
+def test_rollup_partition_in_flight_stops_arrivals_at_its_end(con, insert_rows, golden):
+    """The sweep runs past ``end_utc`` while requests are in flight; rows arriving after it count nowhere."""
+    insert_rows(con, [*golden, ("2026-03-01 10:59:00.000", 5, 5, "a", 200, 10.0, 7_200_000.0, 1)])
+    end = datetime(2026, 3, 1, 11)  # leaves out 12:30
+    parts = profile.rollup_partition(con, "requests", end_utc=end, in_flight=True)
+    plain = profile.rollup_partition(con, "requests", end_utc=end)
+    assert parts["fct_traffic_hourly"].to_pylist() == plain["fct_traffic_hourly"].to_pylist()
+    assert parts["fct_histogram_hourly"].to_pylist() == plain["fct_histogram_hourly"].to_pylist()
+    peaks = {(r["hour_utc"].hour, r["model"]): r["concurrency_peak"] for r in parts["fct_concurrency_hourly"].to_pylist()}
+    # the 10:59 request runs until 12:59; the 12:30 arrival (after end_utc) is not in flight with it
+    assert peaks[(12, profile.ALL_MODELS)] == 1 and (12, "b") not in peaks
+
+
+def test_rollup_partition_in_flight_from_mid_hour(con, insert_rows):
+    """A range starting inside an hour: earlier rows of that hour feed the sweep only, and requests of
+    the source that arrived before the range (longer than any inside it) are still in flight in it."""
+    insert_rows(con, [("2026-03-01 09:00:00", 1, 1, "a", 200, 1.0, 7_200_000.0, 1),    # in flight 09:00-11:00
+                  ("2026-03-01 10:25:00", 1, 1, "a", 200, 1.0, 5_000.0, 1),
+                  ("2026-03-01 10:40:00", 1, 1, "a", 200, 1.0, 5_000.0, 1),
+                  ("2026-03-01 11:05:00", 1, 1, "a", 200, 1.0, 600_000.0, 1)])
+    start = datetime(2026, 3, 1, 10, 30)
+    parts = profile.rollup_partition(con, "requests", start_utc=start, in_flight=True)
+    plain = profile.rollup_partition(con, "requests", start_utc=start)
+    assert parts["fct_traffic_hourly"].to_pylist() == plain["fct_traffic_hourly"].to_pylist()
+    assert [r["requests"] for r in plain["fct_traffic_hourly"].to_pylist() if r["model"] == "a"] == [1, 1]
+    peaks = {(r["hour_utc"].hour, r["model"]): r["concurrency_peak"] for r in parts["fct_concurrency_hourly"].to_pylist()}
+    # 10:25 and 10:40 each overlap the 09:00 request (a 600 s lookback would have missed it): 2;
+    # 11:00 sees the 09:00 request end exactly then (half-open), 11:05 alone: 1
+    assert (peaks[(10, "a")], peaks[(11, "a")]) == (2, 1)
+
+
+def test_rollup_partition_before_1970(con, insert_rows):
+    """Hours before the epoch (negative hour numbers) are floored, not truncated toward zero."""
+    insert_rows(con, [("1969-12-31 23:30:00", 3, 2, "a", 200, 1.0, 10.0, 1), ("1970-01-01 00:10:00", 4, 1, "a", 200, 1.0, 10.0, 1)])
+    traffic = profile.rollup_partition(con, "requests", in_flight=True)["fct_traffic_hourly"].to_pylist()
+    assert [(r["hour_utc"], r["requests"]) for r in traffic if r["model"] == "a"] == [
+        (datetime(1969, 12, 31, 23), 1), (datetime(1970, 1, 1), 1)]
+
+
+@pytest.mark.slow
+def test_incremental_equals_full_rebuild_and_survives_a_replaced_file(month, rollup_tables):
+    con, _, _ = month
+    incremental = rollup_tables(con)
+    profile.refresh_rollups(con, full=True)
+    for name, frame in rollup_tables(con).items():
+        pd.testing.assert_frame_equal(frame, incremental[name], obj=name)
+    # replace file 5 by half of its rows, as `ingest --on-changed-file replace` would
+    con.execute("create temp table keep as select * from requests where file_id = 5")
+    con.execute("delete from request_rows where file_id = 5")
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select * exclude (file_id), 99 as file_id from keep where hash(ts_utc) % 2 = 0")
+    try:
+        touched = profile.refresh_rollups(con)
+        assert 24 <= touched <= 26  # that day, and the hour after it where requests may still be in flight
+        after_incremental = rollup_tables(con)
+        profile.refresh_rollups(con, full=True)
+        for name, frame in rollup_tables(con).items():
+            pd.testing.assert_frame_equal(frame, after_incremental[name], obj=name)
+    finally:
+        con.execute("delete from request_rows where file_id = 99")
+        con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) select * from keep")  # restore for the other tests
+        con.execute("drop table keep")
+        profile.refresh_rollups(con)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("window_rows", "window_hours", "insert_rows", "window_cells"),
+                         [(300, 24, 1_000_000, 1 << 20), (1, 24, 1, 1 << 20), (10_000, 5, 5_000, 1 << 20),
+                          (10_000, 24, 1_000_000, 3 * 3600)])
+def test_window_sizes_do_not_change_the_rollups(month, monkeypatch, window_rows, window_hours, insert_rows,
+                                                window_cells, rollup_tables):
+    """Windows cut by the row budget (down to one hour each, spans carried across every boundary), by
+    hours or by the seconds × models budget, and inserts gathered or not, give the same tables."""
+    con, _, _ = month
+    before = rollup_tables(con)
+    monkeypatch.setattr(refresh, "ROLLUP_WINDOW_CELLS", window_cells)
+    monkeypatch.setattr(refresh, "ROLLUP_WINDOW_ROWS", window_rows)
+    monkeypatch.setattr(refresh, "ROLLUP_WINDOW_HOURS", window_hours)
+    monkeypatch.setattr(refresh._InsertBuffer, "ROWS", insert_rows)
+    profile.refresh_rollups(con, full=True)
+    for name, frame in rollup_tables(con).items():
+        pd.testing.assert_frame_equal(frame, before[name], obj=name)
+
+
+@pytest.mark.slow
+def test_merged_week_partitions_equal_single_process(month, rollup_tables):
+    con, _, folder = month
+    parts = []
+    for path in sorted(folder.glob("*.parquet")):
+        with duckdb.connect() as part_con:  # a fresh DuckDB per partition, as a Dask worker would use
+            parts.append(profile.rollup_partition(part_con, path))
+    merged = profile.merge_rollups(connect(), parts)
+    whole = rollup_tables(con)
+    for name, keys in (("fct_traffic_hourly", ["hour_utc", "model"]),
+                       ("fct_histogram_hourly", ["hour_utc", "model", "metric", "bin"])):
+        got = merged[name].to_pandas().sort_values(keys, ignore_index=True)
+        pd.testing.assert_frame_equal(got, whole[name], obj=name, check_dtype=False)
+
+
+_ROW = st.tuples(
+    st.integers(0, 4 * 3_600_000_000 - 1),            # arrival, us after 2026-01-01
+    st.integers(0, 5000), st.integers(0, 500),         # input, output tokens
+    st.sampled_from(["a", "b"]), st.sampled_from([200, 200, 429, 500]),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(_ROW, min_size=1, max_size=60), split_hour=st.integers(1, 3))
+def test_rollups_merge_over_any_hour_aligned_split(rows, split_hour):
+    con = connect()
+    t0 = datetime(2026, 1, 1)
+    frame = pd.DataFrame({
+        "ts_utc": [t0 + timedelta(microseconds=r[0]) for r in rows],
+        "input_tokens": [r[1] for r in rows], "output_tokens": [r[2] for r in rows],
+        "model": [r[3] for r in rows], "status": [r[4] for r in rows],
+    }).astype({"input_tokens": "int32", "output_tokens": "int32", "status": "int16"})
+    frame = frame.assign(ttft_ms=np.nan, latency_ms=np.nan)
+    split = t0 + timedelta(hours=split_hour)
+    whole = profile.rollup_partition(con, con.from_df(frame))
+    parts = [profile.rollup_partition(con, con.from_df(frame), end_utc=split),
+             profile.rollup_partition(con, con.from_df(frame), start_utc=split)]
+    merged = profile.merge_rollups(con, parts)
+    traffic = whole["fct_traffic_hourly"].to_pandas().sort_values(["hour_utc", "model"], ignore_index=True)
+    pd.testing.assert_frame_equal(
+        merged["fct_traffic_hourly"].to_pandas().sort_values(["hour_utc", "model"], ignore_index=True),
+        traffic, check_dtype=False)
+    everything = traffic[traffic["model"] == profile.ALL_MODELS].set_index("hour_utc")
+    by_model = traffic[traffic["model"] != profile.ALL_MODELS].groupby("hour_utc")
+    pd.testing.assert_series_equal(everything["requests"], by_model["requests"].sum(), check_names=False)
+    assert (traffic["peak_second_requests"] <= traffic["requests"]).all()
+    assert (everything["peak_second_requests"] >= by_model["peak_second_requests"].max()).all()
+    assert int(everything["requests"].sum()) == len(rows)
