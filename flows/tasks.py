@@ -84,7 +84,11 @@ def _stage(name: str, retries: int = 0) -> Callable:
 
 @_stage("refresh-profile", retries=2)
 def refresh_profile(cfg: CapplanConfig) -> int:
-    """Bring the profile roll-ups up to date with the ingested requests (the one step that writes them)."""
+    """Bring the profile roll-ups up to date with the ingested requests before the readers run.
+
+    The ingest flow has refreshed already; this costs one changed-files query then, and catches a
+    database loaded by other means (another process, an older capplan) before a reader refuses it.
+    """
     with connect(cfg.database.path) as con:
         return refresh_rollups(con)
 

@@ -1,4 +1,4 @@
-"""The layout of issue 16: one import root, every package installed, no import cycle."""
+"""The layout of issue 16: one import root, every package installed, no import cycle, no SQL text in Python."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ ROOTS = {"capplan": "capplan", "capplan.flows": "flows", "capplan.forecasting": 
 SQL_START = re.compile(r"^\s*(select|insert|create|update|delete|drop|alter|with|copy|attach|detach|pragma"
                        r"|set|reset|checkpoint|install|load|begin|commit|rollback|explain|describe|summarize)\s",
                        re.IGNORECASE)
+#: what makes a string that starts like SQL read as SQL, not as prose
+SQL_BODY = re.compile(r"\b(from|into|table|view|macro|where|values|exclude)\b|^\s*(re)?set\s+\w+\s*(=|to\b)|[?$]\w*\s*$",
+                      re.IGNORECASE)
 
 
 def _modules() -> dict[str, Path]:
@@ -78,6 +81,36 @@ def test_no_module_imports_in_a_cycle():
         if name not in state:
             visit(name, [name])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def _sql_texts(path: Path):
+    """(line, text) of each string literal or f-string in ``path`` that reads as SQL."""
+    tree = ast.parse(path.read_text(), str(path))
+    parts = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        else:
+            continue
+        if SQL_START.match(text) and SQL_BODY.search(text) and not text.rstrip().endswith("."):
+            yield node.lineno, text
+
+
+def test_no_sql_text_in_python():
+    """Every query and setting is a file in sql/ run by name (``sql.load``), values bound as parameters."""
+    offenders = [f"{path.relative_to(REPO)}:{line}: {text.strip()[:70]!r}"
+                 for path in _modules().values() for line, text in _sql_texts(path)]
+    assert not offenders, "SQL text in Python (move it to sql/):\n" + "\n".join(offenders)
+
+
+def test_the_sql_check_finds_sql_text(tmp_path):
+    """The check above can fail: it finds a query, an f-string over a table and a setting."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('a = "select * from requests"\nb = f"delete from {table} where x = 1"\n'
+                     'c = "set memory_limit = ?"\nd = "Select a model from the list."\n')
+    assert [line for line, _ in _sql_texts(probe)] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("generic", ["sql", "sizing", "flows", "reports", "forecasting"])

@@ -68,11 +68,11 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
         any file, as the ingest defines it) nothing of the partition is rolled up.
     """
     with tempfile.TemporaryDirectory(prefix="capplan-partition-") as spill, connect(":memory:") as con:
-        con.execute("set temp_directory = ?", [spill])
+        con.execute(sql.load("set_temp_directory"), {"path": spill})
         if duckdb_threads is not None:
-            con.execute("set threads = ?", [duckdb_threads])
+            con.execute(sql.load("set_threads"), {"threads": duckdb_threads})
         if memory_limit_gib is not None:
-            con.execute("set memory_limit = ?", [f"{memory_limit_gib}GiB"])
+            con.execute(sql.load("set_memory_limit"), {"limit": f"{memory_limit_gib}GiB"})
         results = []
         for path in partition.files:
             try:

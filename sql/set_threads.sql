@@ -1,0 +1,2 @@
+-- DuckDB worker threads of this connection; parameter: $threads [count]
+set threads = $threads
