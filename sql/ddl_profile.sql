@@ -35,3 +35,8 @@ create table if not exists profile_file_hours (
     hour_utc timestamp not null,  -- an hour the file's rows arrive in or are in flight during, UTC
     rows     bigint    not null   -- the file's rows arriving in that hour [requests]
 );
+-- the definition the stored roll-ups were computed under (capplan.profile.freshness.ROLLUP_VERSION):
+-- a refresh under another definition rebuilds every roll-up from the raw rows.
+create table if not exists profile_rollup_version (
+    version integer not null  -- ROLLUP_VERSION of the last refresh
+);

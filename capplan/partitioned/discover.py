@@ -15,6 +15,7 @@ import pyarrow as arrow
 from capplan import ingest, sql
 from capplan.config import SourceConfig
 from capplan.partitioned.tables import ensure_tables
+from capplan.profile.freshness import ROLLUP_VERSION
 
 HIVE_DAY = re.compile(r"dt=(\d{4}-\d{2}-\d{2})")
 """Name of a day partition folder: ``dt=YYYY-MM-DD``."""
@@ -41,7 +42,7 @@ def _visible(path: Path) -> bool:
 
 
 def _partition(source: SourceConfig, path: Path, files: Sequence[Path]) -> Partition:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"rollup-version {ROLLUP_VERSION}\n".encode())  # a new definition re-rolls it
     size = 0
     for f in files:
         st = f.stat()

@@ -14,6 +14,7 @@ from capplan import sql
 from capplan.partitioned.discover import Partition, PartitionError
 from capplan.partitioned.rollup import PartitionRollup
 from capplan.partitioned.tables import ROLLUP_TABLES, ensure_tables
+from capplan.profile.freshness import has_file_rollups, record_rollup_version
 from capplan.rollups import PLAN_INPUTS
 
 _MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_hourly": "int_profile_merge_histogram",
@@ -82,6 +83,8 @@ def store_rollups(con: duckdb.DuckDBPyConnection, rollups: Iterable[PartitionRol
             dirty |= old_hours | _insert(con, rollup, now)
         dirty |= {h for (h,) in con.execute(sql.load("int_partitioned_unmerged_hours")).fetchall()}
         merge_hours(con, dirty)
+        if not has_file_rollups(con):  # nothing but partitions, all rolled up under this definition
+            record_rollup_version(con)
         shared = len(shared_hours(con))
         con.commit()
     except BaseException:

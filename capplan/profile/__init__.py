@@ -20,7 +20,7 @@ elsewhere. See ``docs/profile.md``.
 from __future__ import annotations
 
 from capplan.profile.bins import HISTOGRAM_GAMMA, HISTOGRAM_RELATIVE_ERROR
-from capplan.profile.freshness import ProfileError, require_current_rollups
+from capplan.profile.freshness import ROLLUP_VERSION, ProfileError, require_current_rollups
 from capplan.profile.read import (
     daily_traffic,
     histograms,
@@ -55,7 +55,7 @@ from capplan.profile.summary import profile_summary
 __all__ = [
     "ALL_MODELS", "EMPTY_HOURS", "GRAINS", "HISTOGRAM_GAMMA", "HISTOGRAM_RELATIVE_ERROR", "METRICS",
     "ROLLUP_MEMORY_LIMIT_MIB", "ROLLUP_TABLES", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
-    "ProfileError", "TokenDistribution", "TypicalWeek", "daily_traffic", "ensure_tables", "histograms",
+    "ROLLUP_VERSION", "ProfileError", "TokenDistribution", "TypicalWeek", "daily_traffic", "ensure_tables", "histograms",
     "hourly_sli", "hourly_traffic", "merge_rollups", "profile_summary", "refresh_rollups",
     "require_current_rollups", "rollup_partition", "token_distribution", "typical_week", "weekly_traffic",
 ]

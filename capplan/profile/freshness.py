@@ -12,6 +12,15 @@ import duckdb
 
 from capplan import sql
 
+ROLLUP_VERSION = 2
+"""Version of the definition every stored roll-up is computed under; bump it when one changes.
+
+1: the roll-ups before versions were recorded. 2: one SLI rule (a 408 is a valid, bad event,
+``sql/ddl_macro_sli_valid.sql``) and drift bins as runs of the profile's grid. Roll-ups of ingested
+files under another version are rebuilt from the raw rows by the next refresh and refused by
+readers until then; a partition's fingerprint includes the version, so stored partitions are
+rolled up again by the next partitioned run.
+"""
 REFRESH_COMMAND = "capplan profile --refresh"
 """The command that brings the roll-ups up to date, named in every :class:`ProfileError` about them."""
 
@@ -35,6 +44,23 @@ def changed_file_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
     return [r[0] for r in con.execute(sql.load("int_profile_changed_files")).fetchall()]
 
 
+def stored_rollup_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The :data:`ROLLUP_VERSION` the stored roll-ups were refreshed under (``None``: not recorded)."""
+    if not con.execute(sql.load("int_profile_version_table_exists")).fetchall()[0][0]:
+        return None
+    return con.execute(sql.load("int_profile_rollup_version")).fetchall()[0][0]
+
+
+def has_file_rollups(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the roll-ups hold rows of ingested files (not only rows merged from partitions)."""
+    return bool(con.execute(sql.load("int_profile_has_file_rollups")).fetchall()[0][0])
+
+
+def record_rollup_version(con: duckdb.DuckDBPyConnection) -> None:
+    """Record that the stored roll-ups are computed under :data:`ROLLUP_VERSION` (needs a writable ``con``)."""
+    con.execute(sql.load("fct_profile_set_rollup_version"), {"version": ROLLUP_VERSION})
+
+
 def require_current_rollups(con: duckdb.DuckDBPyConnection) -> None:
     """Raise :class:`ProfileError` unless the roll-ups exist and no file was ingested since they were refreshed.
 
@@ -45,6 +71,9 @@ def require_current_rollups(con: duckdb.DuckDBPyConnection) -> None:
     if not con.execute(sql.load("int_profile_rollups_exist")).fetchall()[0][0]:
         raise ProfileError(f"the database has never been profiled: run `{REFRESH_COMMAND}` "
                            "(or `capplan ingest`, which refreshes after loading)")
+    if stored_rollup_version(con) != ROLLUP_VERSION and has_file_rollups(con):
+        raise ProfileError("the profile roll-ups were computed under an older definition (before "
+                           f"roll-up version {ROLLUP_VERSION}): run `capplan profile --rebuild`")
     changed = changed_file_ids(con)
     if changed:
         raise ProfileError(f"the profile roll-ups are older than the ingested files ({len(changed)} file(s) "

@@ -41,7 +41,8 @@ from capplan.profile.counting import (
     WindowRollup,
     plan_windows,
 )
-from capplan.profile.freshness import changed_file_ids, require_requests
+from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
+                                       require_requests, stored_rollup_version)
 from capplan.profile.schemas import ALL_MODELS
 
 ROLLUP_TABLES = ("fct_traffic_hourly", "fct_histogram_hourly", "fct_concurrency_hourly")
@@ -322,6 +323,9 @@ def refresh_rollups(
 
 
 def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None, full: bool) -> int:
+    if stored_rollup_version(con) != ROLLUP_VERSION:
+        full = full or has_file_rollups(con)  # file roll-ups of another definition: rebuild them
+        record_rollup_version(con)
     if full:
         _delete_hours(con, None, None)
         con.execute(sql.load("fct_profile_delete_file_hours"), {"file_ids": None})

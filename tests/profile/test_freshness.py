@@ -87,3 +87,17 @@ def test_every_reader_runs_on_a_read_only_connection_after_ingest_and_refresh(tm
                 assert got == writable[name] and got["total_requests"] > 0
         with pytest.raises(duckdb.Error, match="read-only"):
             profile.refresh_rollups(ro)  # the connection really is read-only: a refresh cannot write
+
+
+def test_rollups_of_an_older_definition_are_refused_then_rebuilt(con, load_rows, golden):
+    """Roll-ups refreshed under another ROLLUP_VERSION (e.g. the SLI rule before 408 counted) are not read."""
+    load_rows(con, golden)
+    current = profile.hourly_traffic(con)
+    con.execute("update fct_traffic_hourly set valid_events = valid_events + 7")  # what the old rule stored
+    con.execute("delete from profile_rollup_version")  # as a database refreshed before versions were kept
+    with pytest.raises(profile.ProfileError, match=r"older definition .*capplan profile --rebuild"):
+        profile.hourly_traffic(con)
+    assert profile.refresh_rollups(con) > 0  # the next refresh rebuilds every hour from the raw rows
+    pd.testing.assert_frame_equal(profile.hourly_traffic(con), current)
+    assert con.execute("select version from profile_rollup_version").fetchall() == [(profile.ROLLUP_VERSION,)]
+    assert profile.refresh_rollups(con) == 0  # and then it is current: nothing to do
