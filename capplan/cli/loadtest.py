@@ -176,7 +176,7 @@ def show(
     cfg = load(config)
     targets = _targets(cfg, ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
     path = _existing_db(cfg, db, "capplan loadtest import")
-    con = _connect(path, read_only=model is None)
+    con = _connect(path, read_only=True)
     try:
         runs = read_stored_runs(con, pool)
         if not runs:
@@ -224,7 +224,7 @@ def export(
     cfg = load(config)
     targets = _targets(cfg, ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
     path = _existing_db(cfg, db, "capplan ingest")
-    con = _connect(path)  # writable: the profile's roll-ups are refreshed before they are read
+    con = _connect(path, read_only=True)  # reads the logs' roll-ups, as `capplan ingest` left them
     try:
         chosen = model or next(iter(model_names(con)), None)
         if chosen is None:

@@ -12,6 +12,7 @@ import pytest
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
 from capplan.ingest import ingest_paths
+from capplan.profile import refresh_rollups
 from capplan.loadtest.capacity import SloTargets
 from capplan.loadtest.export import ExportRequest, export_load_test
 from capplan.loadtest.logs import LogsError, model_names, production_profile, recent_window
@@ -29,6 +30,7 @@ def logs_db(tmp_path_factory):
                           root / "requests.parquet")
     con = connect(root / "logs.duckdb")
     ingest_paths(con, [str(p) for p in result.paths], SourceConfig(name="generated"), IngestConfig())
+    refresh_rollups(con)  # as `capplan ingest` does after loading: the export reads the roll-ups
     yield con
     con.close()
 
