@@ -132,14 +132,14 @@ def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig, s
 @_stage("slo", retries=2)
 def check_slos(cfg: CapplanConfig) -> list[evidence.SloEvidence]:
     """Error-budget status, burn-down and alert episodes of every configured SLO."""
-    with connect(cfg.database.path) as con:
+    with connect(cfg.database.path, read_only=True) as con:
         return evidence.slo_evidence(con, cfg)
 
 
 @_stage("drift", retries=2)
 def find_drift(cfg: CapplanConfig) -> evidence.DriftEvidence:
     """Token-length distributions of the baseline and recent windows, and the drift findings."""
-    with connect(cfg.database.path) as con:
+    with connect(cfg.database.path, read_only=True) as con:
         return evidence.drift_evidence(con, cfg)
 
 
