@@ -54,6 +54,9 @@ WEIGHT_BYTES_PER_PARAMETER: dict[str, float] = {"fp16": 2, "bf16": 2, "fp8": 1, 
 #: Bytes per KV-cache element: FP8 and FP4 deployments keep the KV cache in FP8.
 KV_BYTES_PER_ELEMENT: dict[str, float] = {"fp16": 2, "bf16": 2, "fp8": 1, "fp4": 1}
 
+#: Precision of the attention matmuls where it differs from the weights' (FP4 deployments run FP8 attention).
+ATTENTION_PRECISION: dict[str, str] = {"fp4": "fp8"}
+
 #: Activations exchanged by the tensor-parallel all-reduce are BF16. [B/element]
 ACTIVATION_BYTES_PER_ELEMENT = 2
 
@@ -96,6 +99,9 @@ class Efficiency:
         the KV cache (not fitted; TensorRT-LLM and vLLM default to 0.9). [fraction]
     activation_reserve_gib : float
         Memory per GPU held for activations and workspace (not fitted). [GiB]
+    fp4_compute_fraction : float or None
+        Achieved share of the datasheet dense FP4 FLOP/s in FP4 matmuls; None:
+        ``compute_fraction``. [fraction]
     """
 
     hbm_bandwidth_fraction: float
@@ -107,12 +113,13 @@ class Efficiency:
     max_batch_sequences: float
     kv_memory_fraction: float
     activation_reserve_gib: float
+    fp4_compute_fraction: float | None = None
 
 
 @lru_cache(maxsize=8)
 def _read_efficiency(path: Path, stamp: int) -> Efficiency:
     table = tomllib.loads(path.read_text(encoding="utf-8"))["efficiency"]
-    return Efficiency(**{f.name: float(table[f.name]) for f in fields(Efficiency)})
+    return Efficiency(**{f.name: float(table[f.name]) for f in fields(Efficiency) if f.name in table})
 
 
 def load_efficiency(path: str | Path = PERFORMANCE_FILE) -> Efficiency:
@@ -182,8 +189,10 @@ class Replica:
 
     Every field is a number or an ndarray (see :func:`stack_replicas`), so the
     composite functions broadcast over many configurations at once. Units:
-    parameters [parameters], bytes per element [B], memory [B], bandwidths
-    [B/s], FLOP/s [FLOP/s], token moments [tokens] / [tokens²].
+    parameters [parameters], bytes per element [B], memory [GiB], bandwidths
+    [B/s], FLOP/s [FLOP/s] (``flops_per_s`` for the weight matmuls at the
+    precision, ``attention_flops_per_s`` for attention), token moments
+    [tokens] / [tokens²].
     """
 
     parameters: ArrayLike
@@ -204,6 +213,8 @@ class Replica:
     memory_gib: ArrayLike
     hbm_bytes_per_s: ArrayLike
     flops_per_s: ArrayLike
+    attention_flops_per_s: ArrayLike
+    fp4_matmuls: ArrayLike            # 1 when the weight matmuls run in FP4, else 0
     interconnect_bytes_per_s: ArrayLike
     input_mean_tokens: ArrayLike
     input_mean_square_tokens: ArrayLike
@@ -238,6 +249,7 @@ def replica(model: str | ModelSpec, gpu: str | GpuSpec, tensor_parallel: int, pr
     if int(tensor_parallel) != tensor_parallel or tensor_parallel < 1:
         raise ValueError(f"tensor_parallel must be a whole number >= 1, got {tensor_parallel!r}")
     flops = _precision_flops(g, precision)
+    attention_flops = _precision_flops(g, ATTENTION_PRECISION.get(precision, precision))
     isl, osl = token_mix(input_tokens), token_mix(output_tokens)
     if osl.mean_tokens <= 0:
         raise ValueError("output_tokens must have a positive mean")
@@ -255,6 +267,7 @@ def replica(model: str | ModelSpec, gpu: str | GpuSpec, tensor_parallel: int, pr
         weight_bytes_per_parameter=WEIGHT_BYTES_PER_PARAMETER[precision],
         kv_bytes_per_element=KV_BYTES_PER_ELEMENT[precision],
         memory_gib=g.memory_gib, hbm_bytes_per_s=g.hbm_bandwidth_tb_per_s * 1e12, flops_per_s=flops,
+        attention_flops_per_s=attention_flops, fp4_matmuls=float(precision == "fp4"),
         interconnect_bytes_per_s=link_gb_per_s * 1e9 / 2,  # datasheets quote both directions together
         input_mean_tokens=isl.mean_tokens, input_mean_square_tokens=isl.mean_square_tokens,
         output_mean_tokens=osl.mean_tokens, output_mean_square_tokens=osl.mean_square_tokens,
@@ -704,9 +717,14 @@ def step_time_s(rep: Replica, eff: Efficiency, batch: ArrayLike, prefill_tokens:
     """One step with ``batch`` decoding sequences and ``prefill_tokens`` prompt tokens.
 
     .. math::
-        T = \\max\\left(\\frac{W_{step}(n) + B \\cdot B_{seq}(\\bar c)}{\\eta_{bw} B_{hbm}},
-        \\frac{F_{lin}(n) + B F_{att}(\\bar c) + F_{pre,att}}{t \\, \\eta_c F_{peak}}\\right)
+        T = \\max\\left(\\frac{W_{step}(n)}{\\eta_{w} B_{hbm}} + \\frac{B \\cdot B_{seq}(\\bar c)}{\\eta_{kv} B_{hbm}},
+        \\frac{1}{t}\\left(\\frac{F_{lin}(n)}{\\eta_c F_{peak}}
+        + \\frac{B F_{att}(\\bar c) + F_{pre,att}}{\\eta_c F_{att,peak}}\\right)\\right)
         + L \\, T_{layer}(n) + T_0, \\quad n = B + p
+
+    Attention runs at ``F_att,peak`` (:attr:`Replica.attention_flops_per_s`): the
+    FP8 rate in an FP4 deployment, whose attention kernels are FP8. FP4 matmuls
+    use :attr:`Efficiency.fp4_compute_fraction` in place of ``η_c``.
 
     Returns
     -------
@@ -721,14 +739,18 @@ def step_time_s(rep: Replica, eff: Efficiency, batch: ArrayLike, prefill_tokens:
                                                  rep.tensor_parallel)
     kv = batch * kv_bytes_per_sequence_per_gpu(rep, context)
     attended = attended_tokens_per_layer(context, rep.num_layers, rep.sliding_window_tokens, rep.sliding_window_layers)
-    flops = (linear_flops(rep.active_parameters, tokens)
-             + batch * decode_attention_flops(rep.num_layers, rep.num_attention_heads, rep.head_dim, attended)
-             + prefill_attention) / rep.tensor_parallel
+    attention = batch * decode_attention_flops(rep.num_layers, rep.num_attention_heads, rep.head_dim, attended)
+    # FP4 matmuls reach their own share of peak: fold it into the peak that compute_fraction multiplies.
+    fp4_share = eff.compute_fraction if eff.fp4_compute_fraction is None else eff.fp4_compute_fraction
+    peak = np.where(np.asarray(rep.fp4_matmuls) > 0, np.asarray(rep.flops_per_s) * fp4_share / eff.compute_fraction,
+                    rep.flops_per_s)
+    slower = peak / np.asarray(rep.attention_flops_per_s, dtype=float)  # attention at its own rate
+    flops = (linear_flops(rep.active_parameters, tokens) + (attention + prefill_attention) * slower) / rep.tensor_parallel
     comm = rep.num_layers * allreduce_time_per_layer_s(tokens, rep.hidden_size, rep.tensor_parallel,
                                                        eff.interconnect_fraction * np.asarray(rep.interconnect_bytes_per_s),
                                                        eff.allreduce_latency_us * 1e-6)
-    compute_bound = compute_time_s(flops, rep.flops_per_s, eff) > memory_time_s(weights, kv, rep.hbm_bytes_per_s, eff)
-    return roofline_step_time_s(weights, kv, flops, rep.hbm_bytes_per_s, rep.flops_per_s, eff, comm), compute_bound
+    compute_bound = compute_time_s(flops, peak, eff) > memory_time_s(weights, kv, rep.hbm_bytes_per_s, eff)
+    return roofline_step_time_s(weights, kv, flops, rep.hbm_bytes_per_s, peak, eff, comm), compute_bound
 
 
 def tpot_s(rep: Replica, eff: Efficiency, batch: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -838,6 +860,9 @@ class ReplicaThroughput:
         What bounds a step at that batch: one of :data:`STEP_BOUNDS`.
     meets_targets : bool
         False when even batch 1 misses a latency target.
+    gpu_seconds_per_request : float
+        GPU time one request of the mix costs at this operating point,
+        ``E[s_out] / X`` (the per-request cost drift pricing needs). [GPU·s/request]
     """
 
     output_tokens_per_s_per_gpu: float
@@ -849,6 +874,7 @@ class ReplicaThroughput:
     binds: str
     step_bound: str
     meets_targets: bool = True
+    gpu_seconds_per_request: float = float("nan")
 
     def to_dict(self) -> dict:
         """Plain dict for JSON."""
@@ -950,7 +976,7 @@ def replica_throughput(
         output_tokens_per_s_per_gpu=per_gpu, output_tokens_per_s_per_replica=per_gpu * tensor_parallel,
         batch=batch, ttft_ms=float(ttft_s(rep, eff, batch)) * 1e3, tpot_ms=float(tpot) * 1e3,
         kv_memory_batch_limit=kv_limit, binds=binds, step_bound="compute" if bool(compute_bound) else "bandwidth",
-        meets_targets=meets,
+        meets_targets=meets, gpu_seconds_per_request=float(rep.output_mean_tokens) / per_gpu,
     )
 
 

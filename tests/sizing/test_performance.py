@@ -140,6 +140,14 @@ def test_max_throughput_runs_at_the_batch_limit_and_says_what_binds():
     assert r.tpot_ms > 0 and r.ttft_ms > 0
 
 
+def test_gpu_seconds_per_request_rise_with_prompt_length():
+    r = perf.replica_throughput(**BASE, efficiency=EFF)
+    assert r.gpu_seconds_per_request == pytest.approx(1000 / r.output_tokens_per_s_per_gpu)
+    longer = perf.replica_throughput(**{**BASE, "input_tokens": 1300}, tpot_ms_max=60, efficiency=EFF)
+    shorter = perf.replica_throughput(**BASE, tpot_ms_max=60, efficiency=EFF)
+    assert longer.gpu_seconds_per_request > shorter.gpu_seconds_per_request   # +30 % prompt priced with its KV effect
+
+
 def test_concurrency_sets_the_batch():
     r = perf.replica_throughput(**BASE, concurrency=16, efficiency=EFF)
     assert (r.batch, r.binds) == (16, "concurrency")
