@@ -24,6 +24,7 @@ COMMAND_MODULES: list[str] = [
     "plan",
     "serve",
     "forecast",
+    "perf",
 ]
 
 app = typer.Typer(
