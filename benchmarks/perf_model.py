@@ -66,7 +66,8 @@ def _leading_number(text: object) -> float | None:
 def _mode(row: pd.Series) -> str:
     text = str(row["mode"]).lower()
     rate = row["request_rate_qps"]
-    if "server" in text or "closed-loop" in text or "online" in text and not (isinstance(rate, float) and math.isinf(rate)):
+    saturated = isinstance(rate, float) and math.isinf(rate)   # QPS = inf rows are max-throughput runs
+    if "server" in text or "closed-loop" in text or ("online" in text and not saturated):
         return "latency-constrained"
     return "max-throughput"
 
@@ -77,7 +78,8 @@ def load_rows(path: Path) -> tuple[Rows, pd.DataFrame]:
     raw["isl_tokens"] = raw["isl"].map(_leading_number)
     raw["osl_tokens"] = raw["osl"].map(_leading_number)
     raw["tp_used"] = np.where(raw["tp_n"] > 0, raw["tp_n"], raw["num_gpus"]).astype(int)
-    raw["batch_given"] = raw["concurrency_or_batch"].map(lambda t: _leading_number(str(t).split("=")[-1]) if "=" in str(t) else None)
+    raw["batch_given"] = raw["concurrency_or_batch"].map(
+        lambda t: _leading_number(str(t).split("=")[-1]) if "=" in str(t) else None)  # concurrency=N, batch=N
     raw["mode_class"] = raw.apply(_mode, axis=1)
     models = load_models()
     raw["moe"] = raw["model_key"].map(lambda k: models[k].num_experts is not None if k in models else False)
@@ -117,7 +119,7 @@ def predict(rows: Rows, eff: perf.Efficiency) -> tuple[np.ndarray, np.ndarray]:
     for i in servers:
         ttft, tpot = _targets(frame.iloc[i])
         one = _subset(rows, np.arange(len(frame)) == i).rep
-        batch[i], _ = perf._latency_feasible_batch(one, eff, int(limit[i]), tpot, ttft)
+        batch[i], _ = perf.best_batch_for_targets(one, eff, int(limit[i]), tpot, ttft)
     out = np.asarray(perf.output_tokens_per_s_per_gpu(rep, eff, batch), dtype=float)
     if online.any():  # below saturation a replica delivers what is offered
         offered = rate[online] * frame["osl_tokens"].to_numpy()[online] / frame["tp_used"].to_numpy()[online]

@@ -441,7 +441,8 @@ def attended_tokens_per_layer(context_tokens: ArrayLike, num_layers: ArrayLike, 
     """
     c = np.asarray(context_tokens, dtype=float)
     windowed = np.where(np.asarray(sliding_window_tokens) > 0, np.minimum(c, sliding_window_tokens), c)
-    return _out(np.asarray(((num_layers - np.asarray(sliding_window_layers)) * c + sliding_window_layers * windowed) / num_layers))
+    full_layers = num_layers - np.asarray(sliding_window_layers)
+    return _out(np.asarray((full_layers * c + sliding_window_layers * windowed) / num_layers))
 
 
 def kv_bytes_per_token(num_layers: ArrayLike, kv_elements_per_layer: ArrayLike,
@@ -483,7 +484,8 @@ def kv_bytes_per_sequence_per_gpu(rep: Replica, context_tokens: ArrayLike) -> np
     """
     attended = attended_tokens_per_layer(context_tokens, rep.num_layers, rep.sliding_window_tokens,
                                          rep.sliding_window_layers)
-    return kv_bytes_per_token(rep.num_layers, rep.kv_elements_per_layer, rep.kv_bytes_per_element) * attended / rep.kv_shards
+    per_token = kv_bytes_per_token(rep.num_layers, rep.kv_elements_per_layer, rep.kv_bytes_per_element)
+    return per_token * attended / rep.kv_shards
 
 
 def linear_flops(active_parameters: ArrayLike, tokens: ArrayLike) -> np.ndarray | float:
@@ -510,7 +512,8 @@ def decode_attention_flops(num_layers: ArrayLike, num_attention_heads: ArrayLike
     >>> decode_attention_flops(32, 32, 128, 1000)
     524288000.0
     """
-    return _out(np.asarray(4.0 * np.asarray(num_layers, dtype=float) * num_attention_heads * head_dim * attended_tokens))
+    layers = np.asarray(num_layers, dtype=float)
+    return _out(np.asarray(4.0 * layers * num_attention_heads * head_dim * attended_tokens))
 
 
 def prefill_attention_flops(num_layers: ArrayLike, num_attention_heads: ArrayLike, head_dim: ArrayLike,
@@ -524,7 +527,8 @@ def prefill_attention_flops(num_layers: ArrayLike, num_attention_heads: ArrayLik
     >>> prefill_attention_flops(32, 32, 128, 1000**2)
     262144000000.0
     """
-    return _out(np.asarray(2.0 * np.asarray(num_layers, dtype=float) * num_attention_heads * head_dim * prompt_mean_square_tokens))
+    layers = np.asarray(num_layers, dtype=float)
+    return _out(np.asarray(2.0 * layers * num_attention_heads * head_dim * prompt_mean_square_tokens))
 
 
 def allreduce_time_s(message_bytes: ArrayLike, tensor_parallel: ArrayLike, link_bytes_per_s: ArrayLike,
@@ -573,11 +577,13 @@ def allreduce_time_per_layer_s(tokens: ArrayLike, hidden_size: ArrayLike, tensor
     0.0
     """
     message = np.asarray(tokens, dtype=float) * hidden_size * ACTIVATION_BYTES_PER_ELEMENT
-    return _out(np.asarray(2.0 * allreduce_time_s(message, tensor_parallel, link_bytes_per_s, latency_s)))  # attention, MLP
+    one = allreduce_time_s(message, tensor_parallel, link_bytes_per_s, latency_s)
+    return _out(np.asarray(2.0 * one))  # after attention and after the MLP
 
 
 def roofline_step_time_s(weight_bytes: ArrayLike, kv_bytes: ArrayLike, flops: ArrayLike, hbm_bytes_per_s: ArrayLike,
-                         flops_per_s: ArrayLike, eff: Efficiency, communication_s: ArrayLike = 0.0) -> np.ndarray | float:
+                         flops_per_s: ArrayLike, eff: Efficiency,
+                         communication_s: ArrayLike = 0.0) -> np.ndarray | float:
     """Time of one engine step on one GPU: roofline plus communication and a fixed overhead.
 
     .. math::
@@ -668,7 +674,8 @@ def kv_memory_batch_limit(memory_gib: ArrayLike, weight_bytes_per_gpu: ArrayLike
     >>> kv_memory_batch_limit(80, 35.3e9, 2 * 2**30, Efficiency(1, 1, 1, 0, 1, 0, 256, 0.9, 3))
     19.0
     """
-    free = np.asarray(memory_gib, dtype=float) * BYTES_PER_GIB - weight_bytes_per_gpu - eff.activation_reserve_gib * BYTES_PER_GIB
+    reserve = eff.activation_reserve_gib * BYTES_PER_GIB
+    free = np.asarray(memory_gib, dtype=float) * BYTES_PER_GIB - weight_bytes_per_gpu - reserve
     return _out(np.asarray(np.floor(np.maximum(eff.kv_memory_fraction * free, 0.0) / kv_bytes_per_sequence_per_gpu)))
 
 
@@ -745,7 +752,8 @@ def step_time_s(rep: Replica, eff: Efficiency, batch: ArrayLike, prefill_tokens:
     peak = np.where(np.asarray(rep.fp4_matmuls) > 0, np.asarray(rep.flops_per_s) * fp4_share / eff.compute_fraction,
                     rep.flops_per_s)
     slower = peak / np.asarray(rep.attention_flops_per_s, dtype=float)  # attention at its own rate
-    flops = (linear_flops(rep.active_parameters, tokens) + (attention + prefill_attention) * slower) / rep.tensor_parallel
+    flops = (linear_flops(rep.active_parameters, tokens)
+             + (attention + prefill_attention) * slower) / rep.tensor_parallel
     comm = rep.num_layers * allreduce_time_per_layer_s(tokens, rep.hidden_size, rep.tensor_parallel,
                                                        eff.interconnect_fraction * np.asarray(rep.interconnect_bytes_per_s),
                                                        eff.allreduce_latency_us * 1e-6)
@@ -791,7 +799,8 @@ def output_tokens_per_s_per_gpu(rep: Replica, eff: Efficiency, batch: ArrayLike)
 def batch_limit(rep: Replica, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
     """Largest batch: KV memory or the engine limit, whichever is smaller; and whether KV memory binds."""
     weights = weight_bytes_per_gpu(rep.parameters, rep.weight_bytes_per_parameter, rep.tensor_parallel)
-    kv_limit = kv_memory_batch_limit(rep.memory_gib, weights, kv_bytes_per_sequence_per_gpu(rep, reserved_context_tokens(rep)), eff)
+    reserved = kv_bytes_per_sequence_per_gpu(rep, reserved_context_tokens(rep))
+    kv_limit = kv_memory_batch_limit(rep.memory_gib, weights, reserved, eff)
     return np.minimum(kv_limit, np.floor(eff.max_batch_sequences)), kv_limit
 
 
@@ -881,8 +890,12 @@ class ReplicaThroughput:
         return asdict(self)
 
 
-def _latency_feasible_batch(rep: Replica, eff: Efficiency, limit: int, tpot_ms_max: float | None,
-                            ttft_ms_max: float | None) -> tuple[int, bool]:
+def best_batch_for_targets(rep: Replica, eff: Efficiency, limit: int, tpot_ms_max: float | None,
+                           ttft_ms_max: float | None) -> tuple[int, bool]:
+    """The batch in 1..``limit`` of highest throughput whose mean TPOT and TTFT meet the targets [ms].
+
+    Returns the batch [sequences] and whether any batch meets them (if none, batch 1).
+    """
     candidates = np.arange(1, max(limit, 1) + 1, dtype=float)
     ok = np.ones(candidates.shape, dtype=bool)
     if tpot_ms_max is not None:
@@ -966,7 +979,7 @@ def replica_throughput(
         batch = min(int(concurrency), limit)
         binds = "concurrency" if concurrency <= limit else binds
     elif tpot_ms_max is not None or ttft_ms_max is not None:
-        batch, meets = _latency_feasible_batch(rep, eff, limit, tpot_ms_max, ttft_ms_max)
+        batch, meets = best_batch_for_targets(rep, eff, limit, tpot_ms_max, ttft_ms_max)
         binds = "latency_target" if batch < limit or not meets else binds
     else:
         batch = limit
@@ -981,12 +994,14 @@ def replica_throughput(
 
 
 __all__ = [
-    "ACTIVATION_BYTES_PER_ELEMENT", "BATCH_LIMITS", "Efficiency", "KV_BYTES_PER_ELEMENT", "MAX_PREFILL_CHUNK_TOKENS",
-    "PRECISIONS", "Replica", "ReplicaThroughput", "STEP_BOUNDS", "TokenMix", "WEIGHT_BYTES_PER_PARAMETER",
-    "allreduce_time_per_layer_s", "allreduce_time_s", "attended_tokens_per_layer", "batch_for_arrival_rate",
-    "batch_limit", "decode_attention_flops", "experts_touched", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_token",
-    "kv_elements_per_token_per_layer", "kv_memory_batch_limit", "kv_shards", "linear_flops", "load_efficiency", "memory_time_s", "compute_time_s",
-    "mean_context_tokens", "mixed_step_prefill_tokens", "output_tokens_per_s_per_gpu", "prefill_attention_flops",
-    "replica", "replica_throughput", "reserved_context_tokens", "roofline_step_time_s", "stack_replicas",
-    "step_time_s", "tpot_s", "ttft_s", "weight_bytes_per_gpu", "weight_bytes_read_per_step_per_gpu",
+    "ACTIVATION_BYTES_PER_ELEMENT", "BATCH_LIMITS", "Efficiency", "KV_BYTES_PER_ELEMENT",
+    "MAX_PREFILL_CHUNK_TOKENS", "PRECISIONS", "Replica", "ReplicaThroughput", "STEP_BOUNDS", "TokenMix",
+    "WEIGHT_BYTES_PER_PARAMETER", "allreduce_time_per_layer_s", "allreduce_time_s",
+    "attended_tokens_per_layer", "batch_for_arrival_rate", "batch_limit", "best_batch_for_targets", "compute_time_s",
+    "decode_attention_flops", "experts_touched", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_token",
+    "kv_elements_per_token_per_layer", "kv_memory_batch_limit", "kv_shards", "linear_flops",
+    "load_efficiency", "mean_context_tokens", "memory_time_s", "mixed_step_prefill_tokens",
+    "output_tokens_per_s_per_gpu", "prefill_attention_flops", "replica", "replica_throughput",
+    "reserved_context_tokens", "roofline_step_time_s", "stack_replicas", "step_time_s", "tpot_s", "ttft_s",
+    "weight_bytes_per_gpu", "weight_bytes_read_per_step_per_gpu",
 ]
