@@ -57,6 +57,17 @@ class GpuSpec:
         ASSUMED aggregate prompt tokens/s per GPU, by model size class. [tokens/(s·GPU)]
     throughput_source : str
         How the assumed throughputs were chosen.
+    dense_tflops : dict
+        Dense (no sparsity) tensor throughput by precision key (``'bf16'``,
+        ``'fp16'``, ``'fp8'``, ``'fp4'``), only the precisions the GPU has in
+        hardware; used by :mod:`sizing.performance`. [TFLOP/s]
+    interconnect_bandwidth_gb_per_s : float or None
+        GPU-to-GPU bandwidth per GPU, both directions together, as datasheets
+        quote it (NVLink; PCIe where there is none). [GB/s]
+    interconnect : str
+        Name of that link, e.g. ``'NVLink 4'``.
+    performance_source : str
+        Datasheet behind ``dense_tflops`` and the interconnect figure.
     """
 
     key: str
@@ -68,6 +79,10 @@ class GpuSpec:
     decode_tokens_per_s: dict[SizeClass, _Positive]
     prefill_tokens_per_s: dict[SizeClass, _Positive]
     throughput_source: str
+    dense_tflops: dict[str, _Positive] = field(default_factory=dict)
+    interconnect_bandwidth_gb_per_s: _Positive | None = None
+    interconnect: str = ""
+    performance_source: str = ""
 
     # A misspelt key in the TOML is an error, not a silently ignored field.
     __pydantic_config__ = ConfigDict(extra="forbid")
@@ -112,6 +127,24 @@ class ModelSpec:
         Throughput class in the GPU catalogue: one of :data:`SIZE_CLASSES`.
     source : str
         Model card / config.json the numbers are copied from.
+    hidden_size : int or None
+        Width of the residual stream (``hidden_size`` in config.json); when not
+        given, ``num_attention_heads * head_dim``. [elements]
+    active_parameters : float or None
+        Parameters used per token: a mixture of experts' shared weights plus
+        ``experts_per_token`` experts; when not given, ``parameters`` (dense). [parameters]
+    num_experts : int or None
+        Routed experts per MoE layer (``num_local_experts`` / ``n_routed_experts``). [experts]
+    experts_per_token : int or None
+        Routed experts each token uses (``num_experts_per_tok``). [experts]
+    kv_latent_dim : int or None
+        Elements cached per token per layer under multi-head latent attention
+        (DeepSeek: ``kv_lora_rank + qk_rope_head_dim``), instead of
+        ``2 * num_kv_heads * head_dim``. [elements]
+    sliding_window_tokens : int or None
+        Window of the layers that use sliding-window attention. [tokens]
+    sliding_window_layers : int
+        How many of ``num_layers`` use that window (the rest attend to all). [layers]
     """
 
     key: str
@@ -124,6 +157,13 @@ class ModelSpec:
     max_context_tokens: _Count
     size_class: SizeClass
     source: str = field(default="")
+    hidden_size: _Count | None = None
+    active_parameters: _Positive | None = None
+    num_experts: _Count | None = None
+    experts_per_token: _Count | None = None
+    kv_latent_dim: _Count | None = None
+    sliding_window_tokens: _Count | None = None
+    sliding_window_layers: Annotated[int, Field(ge=0)] = 0
 
     __pydantic_config__ = ConfigDict(extra="forbid")
 

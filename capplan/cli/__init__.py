@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "serve",
     "forecast",
     "loadtest",
+    "perf",
 ]
 
 app = typer.Typer(

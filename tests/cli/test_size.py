@@ -68,7 +68,7 @@ def test_storage_rows():
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--peak-qps", "10"], "give exactly one of --requests-per-day"),
-    (["--gpu", "B200"], "unknown GPU 'B200'"),
+    (["--gpu", "TPU-v5e"], "unknown GPU 'TPU-v5e'"),   # was B200, now in the catalogue (issue 18)
     (["--zones", "2", "--zones-lost", "2"], "zones_lost must be a whole number"),
     (["--kv-dtype", "fp6"], "dtype must be one of"),
     (["--model", "llama-3.1-70b", "--tensor-parallel", "1", "--seqs-per-gpu", "40"], "does not fit on 1 x H100-SXM-80GB"),

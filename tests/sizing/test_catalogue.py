@@ -28,8 +28,8 @@ def test_shipped_models(key):
 
 def test_lookup_is_case_insensitive_and_lists_known_keys():
     assert get_model("LLAMA-3.1-70B").key == "llama-3.1-70b"
-    with pytest.raises(CatalogueError, match="unknown GPU 'B200'.*H100-SXM-80GB"):
-        get_gpu("B200")
+    with pytest.raises(CatalogueError, match="unknown GPU 'TPU-v5e'.*H100-SXM-80GB"):
+        get_gpu("TPU-v5e")   # was B200, which the catalogue now has (issue 18)
 
 
 GOOD_MODEL = """
@@ -76,3 +76,59 @@ def test_edited_file_is_reread(tmp_path):
     import os
     os.utime(path, ns=(1, 10**18))   # a distinct mtime even on coarse-clock filesystems
     assert load_models(path)["tiny"].num_layers == 3
+
+
+# --- issue 18: the specs the performance model needs ------------------------------------
+
+DEV_GPUS = ["A100-SXM-80GB", "H100-SXM-80GB", "H200-141GB", "GH200", "L40S-48GB", "B200", "GB200"]
+DEV_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+              "gpt-oss-20b", "gpt-oss-120b", "qwen3-235b-a22b", "deepseek-r1"]
+
+
+@pytest.mark.parametrize("key", DEV_GPUS)
+def test_every_dev_gpu_has_precisions_and_an_interconnect(key):
+    gpu = get_gpu(key)
+    assert gpu.dense_tflops["bf16"] == gpu.bf16_dense_tflops
+    assert set(gpu.dense_tflops) <= {"fp16", "bf16", "fp8", "fp4"}
+    # each narrower format doubles the dense rate where the GPU has it
+    for narrow, wide in (("fp8", "bf16"), ("fp4", "fp8")):
+        if narrow in gpu.dense_tflops:
+            assert gpu.dense_tflops[narrow] == pytest.approx(2 * gpu.dense_tflops[wide], rel=0.02)
+    assert gpu.interconnect_bandwidth_gb_per_s > 0 and gpu.interconnect
+    assert "datasheet" in gpu.performance_source
+    for size_class in SIZE_CLASSES:   # the flat-rate path still works for the new GPUs
+        assert gpu.decode_rate(size_class) > 0
+
+
+def test_datasheet_figures_of_the_new_gpus():
+    assert (get_gpu("GH200").memory_gib, get_gpu("GH200").hbm_bandwidth_tb_per_s) == (96, 4.0)
+    assert get_gpu("B200").dense_tflops["fp4"] == 9000 and get_gpu("GB200").dense_tflops["fp4"] == 10000
+    assert "fp8" not in get_gpu("A100-SXM-80GB").dense_tflops
+
+
+@pytest.mark.parametrize("key", DEV_MODELS)
+def test_every_dev_model_has_the_architecture_fields(key):
+    model = get_model(key)
+    assert model.hidden_size and model.source.startswith("https://huggingface.co/")
+    assert model.num_attention_heads % model.num_kv_heads == 0
+    if model.num_experts is not None:   # mixture of experts: fewer active than total
+        assert model.experts_per_token < model.num_experts
+        assert model.active_parameters < model.parameters
+    else:
+        assert model.active_parameters is None
+
+
+def test_mla_and_sliding_window_fields():
+    assert get_model("deepseek-r1").kv_latent_dim == 512 + 64
+    oss = get_model("gpt-oss-120b")
+    assert (oss.sliding_window_tokens, oss.sliding_window_layers, oss.hidden_size) == (128, 18, 2880)
+
+
+def test_new_fields_are_optional_and_checked(tmp_path):
+    path = tmp_path / "models.toml"
+    path.write_text(GOOD_MODEL)
+    tiny = load_models(path)["tiny"]
+    assert tiny.hidden_size is None and tiny.num_experts is None and tiny.sliding_window_layers == 0
+    path.write_text(GOOD_MODEL + "num_experts = 0\n")
+    with pytest.raises(CatalogueError, match="field 'num_experts' = 0"):
+        load_models(path)
