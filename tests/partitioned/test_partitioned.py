@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
+import pyarrow as arrow
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -31,12 +31,12 @@ BAD_CSV = ("ts_utc,input_tokens,output_tokens,model,status\n"
            "2026-03-02T11:30:00Z,7,2,m,503\n")
 
 
-def facts(con) -> dict[str, pa.Table]:
+def facts(con) -> dict[str, arrow.Table]:
     """The central fact tables, in a fixed order."""
     return {t: con.sql(f"select * from {t} order by {o}").to_arrow_table() for t, o in FACT_ORDER.items()}  # noqa: S608
 
 
-def single_process(files: list[Path]) -> dict[str, pa.Table]:
+def single_process(files: list[Path]) -> dict[str, arrow.Table]:
     """The reference: every file ingested into one DuckDB and rolled up there."""
     with connect() as con:
         for f in files:
