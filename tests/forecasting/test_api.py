@@ -263,14 +263,23 @@ def test_unknown_interval_method_raises():
 
 
 def test_calibration_uses_older_origins_than_the_choice():
-    # 21 days are trimmed to the last 10 cycles (240 h); horizon 24: the choice rests on origins
-    # 192, 204, 216 (12 h apart); calibration adds older ones while half the history (120 h) is
-    # left to fit on: 120, 132, ..., 216, nine windows
+    # 21 days (504 h, not trimmed: MIN_TRAIN_STEPS keeps three weeks); horizon 24: the choice rests
+    # on origins 456, 468, 480 (12 h apart); calibration adds older ones at the same spacing up to
+    # CALIBRATION_WINDOWS = 10 origins: 372, 384, ..., 480
     result = fit(hourly(), horizon=24, season_lengths=(24,), candidates=FAST)
     chosen, calibration = result.info["backtest"], result.info["calibration"]
-    assert chosen["train_lengths"] == [192, 204, 216]
-    assert calibration["train_lengths"] == list(range(120, 217, 12))
-    assert result.backtest_errors.shape == (9, 24)
+    assert chosen["train_lengths"] == [456, 468, 480]
+    assert calibration["train_lengths"] == list(range(372, 481, 12))
+    assert result.backtest_errors.shape == (10, 24)
+
+
+def test_calibration_of_a_short_series_reaches_back_to_a_quarter_of_it():
+    # 8 days (192 h), horizon 24: the choice needs half the history (96 h) to fit on, the older
+    # calibration origins only max(a quarter, three days) = 72 h: 72, 84, ..., 168, nine windows,
+    # so the intervals see the series' early days too
+    result = fit(hourly(days=8), horizon=24, season_lengths=(24,), candidates=FAST)
+    assert result.info["backtest"]["train_lengths"] == [144, 156, 168]
+    assert result.info["calibration"]["train_lengths"] == list(range(72, 169, 12))
 
 
 def test_back_transform_never_overflows():
