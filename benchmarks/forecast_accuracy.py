@@ -51,7 +51,7 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from capplan.forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
+from capplan.forecasting import DEFAULT_CANDIDATES, MODELS, fit, period_peaks  # noqa: E402
 from capplan.forecasting.api import INTERVAL_METHODS  # noqa: E402
 from capplan.forecasting.metrics import coverage, mase, mase_scale, smape  # noqa: E402
 from capplan.forecasting.prepare import seasonality_significant  # noqa: E402
@@ -107,11 +107,24 @@ def evaluate_servegen(args: tuple[str, pd.Series, np.ndarray]) -> dict:
         fc = result.frame
         if method == "auto":
             row.update(seconds=time.perf_counter() - started, model=result.info["model"])
+            row.update(day_calibration(result, test))
         row[f"mase|{method}"] = mase(test, fc["mean"].to_numpy(), scale)
         for lv in LEVELS:
             row[f"hits{lv}|{method}"] = int(((test >= fc[f"lo_{lv}"]) & (test <= fc[f"hi_{lv}"])).sum())
         row[f"hours|{method}"] = horizon
     return row
+
+
+def day_calibration(result, test: np.ndarray) -> dict[str, int]:
+    """Held-out days whose actual peak / total fell below the simulated P90 (and above the P10). [count]"""
+    days = period_peaks(result, "D")
+    actual = pd.Series(test, index=result.frame.index).groupby(result.frame.index.to_period("D"))
+    peak, total = actual.max().to_numpy(), actual.sum().to_numpy()
+    return {"days": len(days), "peak_below_p90": int(np.sum(peak <= days["peak_p90"].to_numpy())),
+            "peak_above_p10": int(np.sum(peak >= days["peak_p10"].to_numpy())),
+            "total_below_p90": int(np.sum(total <= days["total_p90"].to_numpy())),
+            "peak_below_max_hi80": int(np.sum(peak <= result.frame["hi_80"].groupby(
+                result.frame.index.to_period("D")).max().to_numpy()))}
 
 
 def servegen_table(rows: list[dict]) -> pd.DataFrame:
@@ -148,6 +161,13 @@ def run_servegen(data_dir: Path, limit: int | None, workers: int) -> None:
     print("per pool, auto vs seasonal naive MASE: "
           + ", ".join(f"{r['id']} {r['mase|auto']:.2f} vs {r[f'mase|{SEASONAL_NAIVE_24}']:.2f}" for r in pools))
     print(f"auto: models chosen: {pd.Series([r['model'] for r in clients]).value_counts().head(6).to_dict()}")
+    for name, part in (("clients", clients), ("pools", pools)):
+        days = sum(r["days"] for r in part)
+        print(f"auto, {name}: share of held-out days with the actual peak below the simulated P90 of the day's peak "
+              f"{sum(r['peak_below_p90'] for r in part) / days:.3f} (above P10 "
+              f"{sum(r['peak_above_p10'] for r in part) / days:.3f}), total below P90 "
+              f"{sum(r['total_below_p90'] for r in part) / days:.3f}; below the max of hourly hi_80 "
+              f"{sum(r['peak_below_max_hi80'] for r in part) / days:.3f} ({days} days)")
     secs = np.array([r["seconds"] for r in rows])
     print(f"ServeGen wall time {wall:.0f} s (every method); auto fit per series median {np.median(secs):.2f} s, "
           f"max {secs.max():.2f} s")
