@@ -147,8 +147,7 @@ def run_servegen(data_dir: Path, limit: int | None, workers: int) -> None:
     """Print the ServeGen tables (clients, then pool aggregates) and the run time."""
     series = load_servegen(data_dir, limit)
     started = time.perf_counter()
-    with ProcessPoolExecutor(workers) as pool:
-        rows = list(pool.map(evaluate_servegen, series, chunksize=1))
+    rows = list(_map(evaluate_servegen, series, workers))
     wall = time.perf_counter() - started
     clients = [r for r in rows if not r["id"].startswith("pool:")]
     pools = [r for r in rows if r["id"].startswith("pool:")]
@@ -275,18 +274,26 @@ def long_series_timing() -> tuple[float, float]:
     return ours, time.perf_counter() - started
 
 
+def _map(function, items: list, workers: int):
+    """``function`` over ``items`` in a pool of ``workers`` processes, in order; in this process for 1."""
+    if workers <= 1:
+        yield from map(function, items)
+        return
+    with ProcessPoolExecutor(workers) as pool:
+        yield from pool.map(function, items, chunksize=1)
+
+
 def run_m4(args: argparse.Namespace) -> None:
     """Print the M4 tables, interval methods, blow-ups and times."""
     series = load(args.data, args.limit, args.split)
     load_start = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     started = time.perf_counter()
     rows = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for row in pool.map(evaluate, [(*s, args.windows) for s in series], chunksize=1):
-            rows.append(row)
-            if args.rows:
-                with args.rows.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
+    for row in _map(evaluate, [(*s, args.windows) for s in series], args.workers):
+        rows.append(row)
+        if args.rows:
+            with args.rows.open("a") as out:
+                out.write(json.dumps(row) + "\n")
     wall = time.perf_counter() - started
     table = accuracy_table(rows)
     print(f"M4 Hourly dev ({args.split} split): {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, "

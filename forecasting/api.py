@@ -158,12 +158,19 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     -----
     - Model choice: every candidate is refitted at ``windows`` origins on the
       end of the history; the forecast is the mean (on the modelling scale, so
-      a geometric mean for log-modelled series) of the :data:`COMBINE_TOP`
-      candidates with the lowest backtest MASE (scaled by the in-sample
-      seasonal naive). Combining, rather than taking the single best, won M4
-      and avoids the occasional blow-up of a model that was lucky in a few windows.
-    - Positive series are modelled on the log scale (multiplicative seasons and
-      growth); ``mean`` is then the back-transformed point forecast, a median.
+      a geometric mean for log-modelled series) of the ``k`` candidates with the
+      lowest backtest MASE (scaled by the in-sample seasonal naive), ``k`` among
+      :data:`COMBINE_SIZES` (3, 5 or all) chosen by leave-one-window-out
+      backtest, the larger unless a smaller one is better by more than
+      :data:`COMBINE_TOLERANCE` (``attrs["combination"]``). Combining, rather
+      than taking the single best, won M4 and avoids the occasional blow-up of a
+      model that was lucky in a few windows.
+    - Zeros that are at most 5 % of the observations are read as logging gaps
+      (:func:`prepare.rare_zeros_as_gaps`, ``attrs["zeros_as_gaps"]``).
+    - Positive series are modelled on the log scale ``log(y + c)``
+      (multiplicative seasons and growth; ``c`` > 0 only when some values are
+      near zero, :func:`prepare.log_offset`); ``mean`` is then the
+      back-transformed point forecast, a median.
     - Fewer than two cycles of a season: that season is dropped with a
       :class:`ShortHistoryWarning`.
 
@@ -199,10 +206,23 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
         "coverage": {f"{lv}": intervals.cross_validated_coverage(result.backtest_errors, lv) for lv in levels},
         "quantile_levels": {f"{lv}": used for lv, (used, _) in settings.items()},
         "recent_window_factor": {f"{lv}": factor for lv, (_, factor) in settings.items()},
+        "interval_width": _width_note(result.info["calibration"]["train_lengths"], result.info["backtest"]["horizon"],
+                                      settings),
         **prep_info,
     })
     result.frame.attrs.update(result.info)
     return result
+
+
+def _width_note(train_lengths: list[int], h_bt: int, settings: dict[int, tuple[float, float]]) -> str:
+    """One sentence on how the interval width was obtained, for ``attrs["interval_width"]``."""
+    if not train_lengths:
+        return "no backtest window fits in the history: zero-width intervals"
+    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} %, widened x{factor:.2f} by the most recent window"
+                          for lv, (used, factor) in settings.items())
+    return (f"errors of {len(train_lengths)} backtest windows of {h_bt} steps, origins after "
+            f"{train_lengths[0]}..{train_lengths[-1]} steps of history (every level shift in that span is "
+            f"among them); {per_level}")
 
 
 def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Sequence[int] | None,
