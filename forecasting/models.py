@@ -2,7 +2,7 @@
 
 Every candidate has the same signature ``f(z, horizon, season_lengths) -> ndarray``:
 ``z`` is a gap-free float array on the modelling scale (already log-transformed
-where :mod:`forecasting.transform` chose to), ``horizon`` the number of steps
+where :mod:`forecasting.prepare` chose to), ``horizon`` the number of steps
 ahead and ``season_lengths`` the seasonal periods in steps, shortest first
 (possibly empty). Candidates return point forecasts only; prediction intervals
 come from the backtest errors (:mod:`forecasting.intervals`), the same way for
