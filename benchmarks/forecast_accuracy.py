@@ -1,20 +1,33 @@
-"""Accuracy and speed of ``forecasting.forecast`` on the M4 Hourly development half.
+"""Accuracy and speed of ``forecasting.fit`` on M4 Hourly and on real LLM-serving demand (ServeGen).
 
-Run: ``.venv/bin/python benchmarks/forecast_accuracy.py [--data DIR] [--limit N] [--workers 2] [--split test|tail]``
+Run: ``.venv/bin/python benchmarks/forecast_accuracy.py [--suite m4,servegen] [--quick] [--limit N]
+[--workers 2] [--split test|tail]``
 
-For each series the training part goes to :func:`forecasting.fit` (horizon 48,
-seasons 24 and 168, levels 80 and 95); choices use only the training data (its
-own backtests on the end of the history). The test part then scores the
-automatic choice and every candidate refitted on the same prepared series,
-next to M4's Naive2 and the seasonal naive. Prints sMAPE, MASE, OWA (M4
-definitions), interval coverage and MSIS per interval method (every method of
-:data:`forecasting.api.INTERVAL_METHODS` on the same fit, plus the session-1
-method: pooled conformal on the 3 selection windows only), the blow-up rate
-and wall and CPU times. ``--split tail`` scores the last 48 hours of each
-*training* series instead (fit on the rest), for choosing methods without
-looking at the test values. The speed of
-one 2-year hourly series is given as a ratio to a baseline measured in the
-same run (MSTL(24, 168) + ETS on the same series), because the machine is shared.
+**M4 Hourly** (``--data``, development half): for each series the training part
+goes to :func:`forecasting.fit` (horizon 48, seasons 24 and 168, levels 80 and
+95); choices use only the training data (its own backtests on the end of the
+history). The test part then scores the automatic choice and every candidate
+refitted on the same prepared series, next to M4's Naive2 and the seasonal
+naive. Prints sMAPE, MASE, OWA (M4 definitions), interval coverage and MSIS
+per interval method (every method of :data:`forecasting.api.INTERVAL_METHODS`
+on the same fit, plus pooled conformal on the selection windows only), the
+blow-up rate and wall and CPU times. ``--split tail`` scores the last 48 hours
+of each *training* series instead (fit on the rest), for choosing methods
+without looking at the test values.
+
+**ServeGen clients** (``--servegen``, the protocol of its README): train on the
+first 288 hours, ``fit(y, horizon=48, season_lengths=None, levels=(80, 95))``,
+score the last 48. Per method (the automatic choice, and ``fit`` with each
+candidate alone, so that every method has intervals calibrated the same way):
+mean MASE (in-sample 24 h seasonal-naive scale) and its ratio to the 24 h
+seasonal naive's, the share of series where it beats the seasonal naive, and
+pooled coverage of the 80 % and 95 % intervals over all series and hours. The
+same for the pools' aggregate series (the sum of each pool's clients).
+
+``--quick`` runs a few series of each suite and skips the 2-year timing: a check
+that everything runs, for CI. The speed of one 2-year hourly series is given as
+a ratio to a baseline measured in the same run (MSTL(24, 168) + ETS on the same
+series), because the machine is shared.
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ import dataclasses  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from capplan.forecasting import DEFAULT_CANDIDATES, MODELS, fit  # noqa: E402
+from capplan.forecasting import DEFAULT_CANDIDATES, MODELS, fit, period_peaks  # noqa: E402
 from capplan.forecasting.api import INTERVAL_METHODS  # noqa: E402
 from capplan.forecasting.metrics import coverage, mase, mase_scale, smape  # noqa: E402
 from capplan.forecasting.prepare import seasonality_significant  # noqa: E402
@@ -49,6 +62,114 @@ SEASONS = (24, 168)
 LEVELS = (80, 95)
 #: The session-1 intervals: pooled conformal on the selection windows only.
 SELECTION_ONLY = "pooled_selection_windows"
+SERVEGEN_DIR = Path("/work/shared/benchmarks/servegen-clients-dev")
+#: Hours the ServeGen protocol trains on (12 days); the remaining 48 are scored. [h]
+SERVEGEN_TRAIN_HOURS = 288
+#: Series per suite with ``--quick``. [count]
+QUICK_SERIES = {"m4": 3, "servegen": 6}
+#: The ServeGen baseline: the last day repeated.
+SEASONAL_NAIVE_24 = "seasonal_naive_24h"
+
+
+def load_servegen(data_dir: Path, limit: int | None) -> list[tuple[str, pd.Series, np.ndarray]]:
+    """(id, training series, test values) per client, then one aggregate per pool (``pool:<name>``).
+
+    ``limit`` keeps that many clients, evenly spaced over the sorted ids (so
+    every pool is represented), and their pools' aggregates.
+    """
+    frame = pd.read_csv(data_dir / "clients_hourly.csv", parse_dates=["hour"])
+    clients = {sid: part.set_index("hour")["qps"].sort_index().asfreq("h")
+               for sid, part in frame.groupby("series_id", sort=True)}
+    ids = sorted(clients)
+    if limit:
+        ids = [ids[int(i)] for i in np.linspace(0, len(ids) - 1, min(limit, len(ids)))]
+    pools: dict[str, pd.Series] = {}
+    for sid in ids:
+        pool = "pool:" + sid.rsplit("-", 1)[0]
+        pools[pool] = clients[sid] if pool not in pools else pools[pool].add(clients[sid], fill_value=0)
+    series = {**{sid: clients[sid] for sid in ids}, **pools}
+    return [(sid, y.iloc[:SERVEGEN_TRAIN_HOURS], y.iloc[SERVEGEN_TRAIN_HOURS:].to_numpy(float))
+            for sid, y in series.items()]
+
+
+def evaluate_servegen(args: tuple[str, pd.Series, np.ndarray]) -> dict:
+    """Fit one ServeGen series the automatic way and with every candidate alone; score the test hours."""
+    sid, train, test = args
+    horizon = len(test)
+    scale = mase_scale(train.to_numpy(float), 24)
+    snaive = np.resize(train.to_numpy(float)[-24:], horizon)
+    row = {"id": sid, f"mase|{SEASONAL_NAIVE_24}": mase(test, snaive, scale)}
+    for method in ("auto", *DEFAULT_CANDIDATES):
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fit(train, horizon, None, levels=LEVELS, candidates=None if method == "auto" else (method,))
+        fc = result.frame
+        if method == "auto":
+            row.update(seconds=time.perf_counter() - started, model=result.info["model"])
+            row.update(day_calibration(result, test))
+        row[f"mase|{method}"] = mase(test, fc["mean"].to_numpy(), scale)
+        for lv in LEVELS:
+            row[f"hits{lv}|{method}"] = int(((test >= fc[f"lo_{lv}"]) & (test <= fc[f"hi_{lv}"])).sum())
+        row[f"hours|{method}"] = horizon
+    return row
+
+
+def day_calibration(result, test: np.ndarray) -> dict[str, int]:
+    """Held-out days whose actual peak / total fell below the simulated P90 (and above the P10). [count]"""
+    days = period_peaks(result, "D")
+    actual = pd.Series(test, index=result.frame.index).groupby(result.frame.index.to_period("D"))
+    peak, total = actual.max().to_numpy(), actual.sum().to_numpy()
+    return {"days": len(days), "peak_below_p90": int(np.sum(peak <= days["peak_p90"].to_numpy())),
+            "peak_above_p10": int(np.sum(peak >= days["peak_p10"].to_numpy())),
+            "total_below_p90": int(np.sum(total <= days["total_p90"].to_numpy())),
+            "peak_below_max_hi80": int(np.sum(peak <= result.frame["hi_80"].groupby(
+                result.frame.index.to_period("D")).max().to_numpy()))}
+
+
+def servegen_table(rows: list[dict]) -> pd.DataFrame:
+    """Mean MASE, its ratio to the seasonal naive's, share of series beating it, pooled coverage, per method."""
+    methods = list(dict.fromkeys(k.split("|")[1] for k in rows[0] if k.startswith("mase|")))
+    base = np.array([r[f"mase|{SEASONAL_NAIVE_24}"] for r in rows])
+    table = {}
+    for m in methods:
+        scores = np.array([r[f"mase|{m}"] for r in rows])
+        entry = {"MASE": scores.mean(), "x_snaive": scores.mean() / base.mean(),
+                 "beats_snaive": float(np.mean(scores < base))}
+        for lv in LEVELS:
+            hours = sum(r.get(f"hours|{m}", 0) for r in rows)
+            entry[f"cover_{lv}"] = sum(r.get(f"hits{lv}|{m}", 0) for r in rows) / hours if hours else np.nan
+        table[m] = entry
+    return pd.DataFrame(table).T.sort_values("MASE")
+
+
+def run_servegen(data_dir: Path, limit: int | None, workers: int) -> None:
+    """Print the ServeGen tables (clients, then pool aggregates) and the run time."""
+    series = load_servegen(data_dir, limit)
+    started = time.perf_counter()
+    rows = list(_map(evaluate_servegen, series, workers))
+    wall = time.perf_counter() - started
+    clients = [r for r in rows if not r["id"].startswith("pool:")]
+    pools = [r for r in rows if r["id"].startswith("pool:")]
+    fmt = {"float_format": lambda v: f"{v:.3f}"}
+    print(f"\nServeGen clients ({data_dir}): {len(clients)} series, train {SERVEGEN_TRAIN_HOURS} h, horizon "
+          f"{HORIZON_STEPS} h, seasons detected; MASE on the in-sample 24 h seasonal-naive scale")
+    print(servegen_table(clients).to_string(**fmt))
+    print(f"\nServeGen pool aggregates: {len(pools)} series")
+    print(servegen_table(pools).to_string(**fmt))
+    print("per pool, auto vs seasonal naive MASE: "
+          + ", ".join(f"{r['id']} {r['mase|auto']:.2f} vs {r[f'mase|{SEASONAL_NAIVE_24}']:.2f}" for r in pools))
+    print(f"auto: models chosen: {pd.Series([r['model'] for r in clients]).value_counts().head(6).to_dict()}")
+    for name, part in (("clients", clients), ("pools", pools)):
+        days = sum(r["days"] for r in part)
+        print(f"auto, {name}: share of held-out days with the actual peak below the simulated P90 of the day's peak "
+              f"{sum(r['peak_below_p90'] for r in part) / days:.3f} (above P10 "
+              f"{sum(r['peak_above_p10'] for r in part) / days:.3f}), total below P90 "
+              f"{sum(r['total_below_p90'] for r in part) / days:.3f}; below the max of hourly hi_80 "
+              f"{sum(r['peak_below_max_hi80'] for r in part) / days:.3f} ({days} days)")
+    secs = np.array([r["seconds"] for r in rows])
+    print(f"ServeGen wall time {wall:.0f} s (every method); auto fit per series median {np.median(secs):.2f} s, "
+          f"max {secs.max():.2f} s")
 
 
 def naive2(y: np.ndarray, horizon: int, period: int = 24) -> np.ndarray:
@@ -153,27 +274,26 @@ def long_series_timing() -> tuple[float, float]:
     return ours, time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DATA_DIR)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N series")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--windows", type=int, default=3, help="backtest windows per series (fit's windows=)")
-    parser.add_argument("--split", choices=("test", "tail"), default="test",
-                        help="score the M4 test values, or the last 48 h of each training series")
-    parser.add_argument("--rows", type=Path, default=None,
-                        help="also append each series' scores to this JSON-lines file as they finish")
-    args = parser.parse_args()
+def _map(function, items: list, workers: int):
+    """``function`` over ``items`` in a pool of ``workers`` processes, in order; in this process for 1."""
+    if workers <= 1:
+        yield from map(function, items)
+        return
+    with ProcessPoolExecutor(workers) as pool:
+        yield from pool.map(function, items, chunksize=1)
+
+
+def run_m4(args: argparse.Namespace) -> None:
+    """Print the M4 tables, interval methods, blow-ups and times."""
     series = load(args.data, args.limit, args.split)
     load_start = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     started = time.perf_counter()
     rows = []
-    with ProcessPoolExecutor(args.workers) as pool:
-        for row in pool.map(evaluate, [(*s, args.windows) for s in series], chunksize=1):
-            rows.append(row)
-            if args.rows:
-                with args.rows.open("a") as out:
-                    out.write(json.dumps(row) + "\n")
+    for row in _map(evaluate, [(*s, args.windows) for s in series], args.workers):
+        rows.append(row)
+        if args.rows:
+            with args.rows.open("a") as out:
+                out.write(json.dumps(row) + "\n")
     wall = time.perf_counter() - started
     table = accuracy_table(rows)
     print(f"M4 Hourly dev ({args.split} split): {len(rows)} series, horizon {HORIZON_STEPS}, seasons {SEASONS}, "
@@ -190,8 +310,35 @@ def main() -> None:
     cpu = np.array([r["cpu_seconds"] for r in rows])
     print(f"wall time {wall:.0f} s for the set; per series median {np.median(secs):.2f} s, max {secs.max():.2f} s; "
           f"CPU {cpu.sum():.0f} s in all (what 2 idle cores would take: {cpu.sum() / args.workers:.0f} s wall)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default="m4,servegen", help="comma-separated: m4, servegen")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="M4 Hourly folder")
+    parser.add_argument("--servegen", type=Path, default=SERVEGEN_DIR, help="ServeGen clients folder")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"only {QUICK_SERIES} series per suite (unless --limit), no 2-year timing (for CI)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N M4 series / N ServeGen clients")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--windows", type=int, default=3, help="backtest windows per series (fit's windows=)")
+    parser.add_argument("--split", choices=("test", "tail"), default="test",
+                        help="M4: score the test values, or the last 48 h of each training series")
+    parser.add_argument("--rows", type=Path, default=None,
+                        help="also append each M4 series' scores to this JSON-lines file as they finish")
+    args = parser.parse_args(argv)
+    suites = {s.strip() for s in args.suite.split(",") if s.strip()}
+    if not suites <= {"m4", "servegen"}:
+        parser.error(f"unknown suite(s) {sorted(suites - {'m4', 'servegen'})}; valid: m4, servegen")
+    if "m4" in suites:
+        run_m4(argparse.Namespace(**{**vars(args), "limit": args.limit or (QUICK_SERIES["m4"] if args.quick else None)}))
+    if "servegen" in suites:
+        run_servegen(args.servegen, args.limit or (QUICK_SERIES["servegen"] if args.quick else None), args.workers)
+    if args.quick:
+        print("\n2-year hourly series: skipped (--quick)")
+        return
     ours, base = long_series_timing()
-    print(f"2-year hourly series (17,520 points, horizon 336): fit {ours:.2f} s; "
+    print(f"\n2-year hourly series (17,520 points, horizon 336): fit {ours:.2f} s; "
           f"baseline MSTL(24,168)+ETS {base:.2f} s; ratio {ours / base:.2f}; "
           f"load average at end {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
 

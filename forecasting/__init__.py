@@ -5,7 +5,8 @@
 
 ``fc`` has columns ``mean, lo_80, hi_80, lo_95, hi_95`` (:class:`ForecastFrame`);
 ``fc.attrs`` says which model was chosen, how every candidate did in the
-backtests and how the intervals were made. See ``docs/forecasting.md``.
+backtests and how the intervals were made. ``month_peaks(fit(...))`` gives the
+P10/P50/P90 of each month's peak and total from sample paths. See ``docs/forecasting.md``.
 """
 
 from capplan.forecasting.api import (
@@ -17,6 +18,7 @@ from capplan.forecasting.api import (
     forecast_monthly,
 )
 from capplan.forecasting.models import MODELS
+from capplan.forecasting.paths import month_peaks, period_peaks, sample_paths
 from capplan.forecasting.schema import ForecastFrame
 
 __all__ = [
@@ -28,4 +30,7 @@ __all__ = [
     "fit",
     "forecast",
     "forecast_monthly",
+    "month_peaks",
+    "period_peaks",
+    "sample_paths",
 ]

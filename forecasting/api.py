@@ -13,18 +13,29 @@ import numpy as np
 import pandas as pd
 
 from capplan.forecasting import backtest, intervals, prepare
-from capplan.forecasting.metrics import mase_scale
+from capplan.forecasting.metrics import mase, mase_scale
 from capplan.forecasting.models import MODELS
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
-DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "theta",
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "theta",
                       "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
-#: How many of the best candidates (by backtest MASE) the combination averages. [count]
+#: Sizes of the combination tried: the mean of the 3 or 5 best candidates by backtest MASE, or of
+#: every candidate (0). The size is chosen by leave-one-window-out backtest (:func:`_combination_size`). [count]
+COMBINE_SIZES = (3, 5, 0)
+#: A larger combination is preferred unless a smaller one's cross-validated MASE is lower by more
+#: than this share (the larger is the safer bet on a few short windows). [fraction]
+COMBINE_TOLERANCE = 0.10
+#: Size used when there are too few backtest windows to cross-validate the choice. [count]
 COMBINE_TOP = 3
 #: Backtest origins the chosen combination's interval is calibrated on (the selection windows
 #: and older ones, same spacing, as far back as half the history allows). [count]
 CALIBRATION_WINDOWS = 10
+#: Shortest training share of the history an older calibration origin may leave. [fraction]
+CALIBRATION_MIN_TRAIN_SHARE = 0.25
+#: Fewest recent observations kept when long history is trimmed (three weeks of hourly data): short
+#: series are fitted whole, so the backtests have as many windows as the history allows. [steps]
+MIN_TRAIN_STEPS = 504
 #: Largest modelling-scale (log) step above the training maximum a forecast or bound may take:
 #: 10^6 x the largest value seen. Only a diverged fit comes near it; without it exp() overflows.
 LOG_CEILING_ABOVE_HISTORY = float(np.log(1e6))
@@ -56,6 +67,7 @@ class Fit:
     backtest_errors: np.ndarray        # chosen method, (calibration windows, backtest horizon), modelling scale
     info: dict = field(default_factory=dict)
     z_hat: np.ndarray = field(default_factory=lambda: np.empty(0))  # point forecast, modelling scale
+    offset: float = 0.0                # c of z = log(y + c) [unit of y]; 0 for the plain log
 
     def bounds(self, levels: Sequence[int], interval_method: str,
                settings: dict[int, tuple[float, float]] | None = None) -> pd.DataFrame:
@@ -91,7 +103,7 @@ class Fit:
         if not self.log:
             return np.maximum(z, 0.0)
         ceiling = (float(np.max(self.z)) if len(self.z) else 0.0) + LOG_CEILING_ABOVE_HISTORY
-        return np.exp(np.minimum(z, ceiling))
+        return np.maximum(np.exp(np.minimum(z, ceiling)) - self.offset, 0.0)
 
 
 def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
@@ -146,12 +158,19 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     -----
     - Model choice: every candidate is refitted at ``windows`` origins on the
       end of the history; the forecast is the mean (on the modelling scale, so
-      a geometric mean for log-modelled series) of the :data:`COMBINE_TOP`
-      candidates with the lowest backtest MASE (scaled by the in-sample
-      seasonal naive). Combining, rather than taking the single best, won M4
-      and avoids the occasional blow-up of a model that was lucky in a few windows.
-    - Positive series are modelled on the log scale (multiplicative seasons and
-      growth); ``mean`` is then the back-transformed point forecast, a median.
+      a geometric mean for log-modelled series) of the ``k`` candidates with the
+      lowest backtest MASE (scaled by the in-sample seasonal naive), ``k`` among
+      :data:`COMBINE_SIZES` (3, 5 or all) chosen by leave-one-window-out
+      backtest, the larger unless a smaller one is better by more than
+      :data:`COMBINE_TOLERANCE` (``attrs["combination"]``). Combining, rather
+      than taking the single best, won M4 and avoids the occasional blow-up of a
+      model that was lucky in a few windows.
+    - Zeros that are at most 5 % of the observations are read as logging gaps
+      (:func:`prepare.rare_zeros_as_gaps`, ``attrs["zeros_as_gaps"]``).
+    - Positive series are modelled on the log scale ``log(y + c)``
+      (multiplicative seasons and growth; ``c`` > 0 only when some values are
+      near zero, :func:`prepare.log_offset`); ``mean`` is then the
+      back-transformed point forecast, a median.
     - Fewer than two cycles of a season: that season is dropped with a
       :class:`ShortHistoryWarning`.
 
@@ -174,32 +193,47 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     levels = _check_args(horizon, levels, candidates, windows, interval_method)
     values = prepare.check_series(y)
     values = values.loc[values.first_valid_index():]
-    z, log, seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon, season_lengths,
+    z, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon, season_lengths,
                                           max_train_seasons, clean_outliers)
     result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows,
-                     max(windows, calibration_windows), log)
+                     max(windows, calibration_windows), log, offset)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
     result.info.update({
-        "transform": "log" if log else "none",
+        "transform": ("log" if offset == 0 else f"log(y + {offset:.6g})") if log else "none",
         "season_lengths": list(seasons),
         "interval_method": INTERVAL_METHODS[interval_method],
         "coverage": {f"{lv}": intervals.cross_validated_coverage(result.backtest_errors, lv) for lv in levels},
         "quantile_levels": {f"{lv}": used for lv, (used, _) in settings.items()},
         "recent_window_factor": {f"{lv}": factor for lv, (_, factor) in settings.items()},
+        "interval_width": _width_note(result.info["calibration"]["train_lengths"], result.info["backtest"]["horizon"],
+                                      settings),
         **prep_info,
     })
     result.frame.attrs.update(result.info)
     return result
 
 
+def _width_note(train_lengths: list[int], h_bt: int, settings: dict[int, tuple[float, float]]) -> str:
+    """One sentence on how the interval width was obtained, for ``attrs["interval_width"]``."""
+    if not train_lengths:
+        return "no backtest window fits in the history: zero-width intervals"
+    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} %, widened x{factor:.2f} by the most recent window"
+                          for lv, (used, factor) in settings.items())
+    return (f"errors of {len(train_lengths)} backtest windows of {h_bt} steps, origins after "
+            f"{train_lengths[0]}..{train_lengths[-1]} steps of history (every level shift in that span is "
+            f"among them); {per_level}")
+
+
 def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Sequence[int] | None,
-             max_train_seasons: int, clean_outliers: bool) -> tuple[np.ndarray, bool, tuple[int, ...], dict]:
-    """Modelling-scale training values, whether they are logs, the seasons used, and what was done."""
+             max_train_seasons: int, clean_outliers: bool) -> tuple[np.ndarray, tuple[bool, float], tuple[int, ...], dict]:
+    """Modelling-scale training values, (whether they are logs, the log offset), the seasons used, what was done."""
     notes: list[str] = []
+    raw, zero_gaps = prepare.rare_zeros_as_gaps(raw)
     log = prepare.choose_log(raw[np.isfinite(raw)])
+    offset = prepare.log_offset(raw) if log else 0.0
     rough = prepare.fill_gaps(raw, None)
-    seasons = (prepare.detect_seasons(np.log(rough) if log else rough, index)
+    seasons = (prepare.detect_seasons(np.log(rough + offset) if log else rough, index)
                if season_lengths is None else prepare.check_seasons(season_lengths))
     short = [m for m in seasons if len(raw) < 2 * m]
     if short:
@@ -207,13 +241,13 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
         warnings.warn(notes[-1], ShortHistoryWarning, stacklevel=4)
         seasons = tuple(m for m in seasons if m not in short)
     filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
-    z = (np.log(filled) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, 200):]
+    z = (np.log(filled + offset) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, MIN_TRAIN_STEPS):]
     replaced = 0
     if clean_outliers:
         z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
-    info = {"gaps_filled": int(np.isnan(raw).sum()), "outliers_replaced": int(replaced),
+    info = {"gaps_filled": int(np.isnan(raw).sum()), "zeros_as_gaps": zero_gaps, "outliers_replaced": int(replaced),
             "train_length": len(z), "warnings": notes}
-    return z, log, seasons, info
+    return z, (log, offset), seasons, info
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,
@@ -235,7 +269,7 @@ def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] |
 
 
 def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
-            windows: int, calibration_windows: int, log: bool) -> Fit:
+            windows: int, calibration_windows: int, log: bool, offset: float = 0.0) -> Fit:
     """Backtest every candidate; the forecast is the mean of the best few on the modelling scale.
 
     The chosen components are then backtested at older origins too, and the
@@ -246,7 +280,7 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     step, min_train = max(1, h_bt // 2), max(2, n // 2)
     cuts = backtest.cutoffs(n, h_bt, windows, step=step, min_train=min_train)
     fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
-    probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)))
+    probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)), offset=offset)
     y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
     scale = mase_scale(probe.to_y(z), seasons[0] if seasons else None)
     # A candidate that reduces to another here (the long-season naive with one season) would count twice.
@@ -257,23 +291,65 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     if not ranked:  # every candidate failed somewhere: fall back to the one that cannot fail
         ranked = ["seasonal_naive"]
         fc_z.update(backtest.run_backtest(z, {"seasonal_naive": MODELS["seasonal_naive"]}, h_bt, seasons, cuts))
-    # Always a combination of the best few, even when one model backtests better:
-    # a single winner of a few short windows is often lucky, and averaging avoids blow-ups.
-    components = tuple(sorted(ranked[:COMBINE_TOP]))
+    # Always a combination of the best few, even when one model backtests better: a single
+    # winner of a few short windows is often lucky, and averaging avoids blow-ups. How many
+    # to average is itself chosen on windows the ranking did not see.
+    per_window = {c: backtest.window_mase(y_act, probe.to_y(fc_z[c]), scale) for c in ranked}
+    size, size_scores = _combination_size(ranked, fc_z, per_window, y_act, probe.to_y, scale)
+    components = tuple(sorted(ranked[:size]))
     chosen_z = np.mean([fc_z[c] for c in components], axis=0)
     model = components[0] if len(components) == 1 else f"mean({', '.join(components)})"
     scores[model] = backtest.score(y_act, probe.to_y(chosen_z), scale)
     # Older origins add errors from more varied stretches of history, and errors the choice was not tuned on.
-    older = [c for c in backtest.cutoffs(n, h_bt, calibration_windows, step=step, min_train=min_train)
+    # They may fit on less history than the choice did (down to a quarter of it and three cycles),
+    # so that a short series' own past level shifts are among the errors the intervals learn from.
+    cal_min_train = max(2, int(CALIBRATION_MIN_TRAIN_SHARE * n), 3 * seasons[0] if seasons else 2)
+    older = [c for c in backtest.cutoffs(n, h_bt, calibration_windows, step=step, min_train=min(min_train, cal_min_train))
              if c not in cuts]
     fc_old = backtest.run_backtest(z, {c: MODELS[c] for c in components}, h_bt, seasons, older)
     cal_cuts = older + cuts
     cal_z = np.concatenate([np.mean([fc_old[c] for c in components], axis=0), chosen_z])
     errors = backtest.actuals(z, h_bt, cal_cuts) - cal_z
     info = {"model": model, "components": list(components),
+            "combination": {"size": len(components), "rule": COMBINATION_RULE, "cross_validated_mase": size_scores},
             "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores},
             "calibration": {"windows": len(cal_cuts), "train_lengths": list(cal_cuts)}}
-    return Fit(pd.DataFrame(), z, log, seasons, components, errors, info)
+    return Fit(pd.DataFrame(), z, log, seasons, components, errors, info, offset=offset)
+
+
+COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
+                    "3, 5 and all, the one whose leave-one-window-out MASE is lowest (each window scored on "
+                    "the ranking of the others)")
+
+
+def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_window: dict[str, np.ndarray],
+                      y_act: np.ndarray, to_y, scale: float) -> tuple[int, dict[str, float]]:
+    """How many of the best candidates to average, by leave-one-window-out backtest.
+
+    For each size in :data:`COMBINE_SIZES` and each backtest window, the
+    candidates are ranked on the *other* windows' MASE and the mean of the best
+    ``k`` is scored on the held-out window; the size with the lowest mean score
+    wins (the smaller on a tie). Returns the size and every size's score
+    (``{"3": .., "5": .., "all": ..}``); with fewer than two windows,
+    :data:`COMBINE_TOP` and no scores.
+    """
+    n_windows = len(y_act)
+    sizes = dict.fromkeys(min(k or len(ranked), len(ranked)) for k in COMBINE_SIZES)
+    if n_windows < 2 or len(sizes) < 2:
+        return min(COMBINE_TOP, len(ranked)), {}
+    table = np.array([per_window[c] for c in ranked])  # (candidates, windows)
+    cv: dict[int, float] = {}
+    for k in sizes:
+        errors = []
+        for w in range(n_windows):
+            others = np.delete(table, w, axis=1).mean(axis=1)
+            best = [ranked[i] for i in np.argsort(others, kind="stable")[:k]]
+            combo = np.mean([fc_z[c][w] for c in best], axis=0)
+            errors.append(mase(y_act[w], to_y(combo), scale))
+        cv[k] = float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
+    best = min(cv.values())
+    size = max(k for k, v in cv.items() if v <= (1 + COMBINE_TOLERANCE) * best)
+    return size, {("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}
 
 
 def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index, interval_method: str,

@@ -56,6 +56,12 @@ def actuals(z: np.ndarray, horizon: int, cuts: Sequence[int]) -> np.ndarray:
     return np.stack([z[c: c + horizon] for c in cuts]) if cuts else np.empty((0, horizon))
 
 
+def window_mase(y_actual: np.ndarray, y_forecast: np.ndarray, scale: float) -> np.ndarray:
+    """MASE of each backtest window of one method, shape ``(windows,)``; ``inf`` where a window failed. [ratio]"""
+    out = np.array([mase(a, f, scale) for a, f in zip(y_actual, y_forecast)], dtype=float)
+    return np.where(np.isfinite(out), out, np.inf)
+
+
 def score(y_actual: np.ndarray, y_forecast: np.ndarray, scale: float) -> dict[str, float]:
     """MASE and sMAPE over all windows of one method, on the original scale.
 

@@ -2,7 +2,7 @@
 
 Every candidate has the same signature ``f(z, horizon, season_lengths) -> ndarray``:
 ``z`` is a gap-free float array on the modelling scale (already log-transformed
-where :mod:`forecasting.transform` chose to), ``horizon`` the number of steps
+where :mod:`forecasting.prepare` chose to), ``horizon`` the number of steps
 ahead and ``season_lengths`` the seasonal periods in steps, shortest first
 (possibly empty). Candidates return point forecasts only; prediction intervals
 come from the backtest errors (:mod:`forecasting.intervals`), the same way for
@@ -77,6 +77,28 @@ def seasonal_profile(z: np.ndarray, horizon: int, season_lengths: Sequence[int])
     level = z[-m:].mean()
     # Profiles are built over the whole cycle, so the forecast starts at phase 0 of the next cycle.
     return level + np.resize(prof, horizon)
+
+
+def profile_ses(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Median shape of recent cycles on an exponentially smoothed per-cycle level.
+
+    The series is cut into whole cycles of the shortest usable season (ending
+    at the last observation); the level of each cycle is its mean, and the
+    forecast level is simple exponential smoothing of those levels
+    (statsmodels), so a level shift is followed as far as the history says
+    shifts persist, and a one-day blip is not. The shape is the per-phase median
+    of the last :data:`PROFILE_SEASONS` cycles' deviations from their own level,
+    so it tracks a changing amplitude and ignores one odd cycle.
+    """
+    usable = _usable(season_lengths, len(z), cycles=3)
+    if not usable:
+        return _ses(z, horizon)
+    m = usable[0]
+    k = len(z) // m
+    cycles = z[len(z) - k * m:].reshape(k, m)
+    levels = cycles.mean(axis=1)
+    shape = np.median((cycles - levels[:, None])[-PROFILE_SEASONS:], axis=0)
+    return _ses(levels, 1)[0] + np.resize(shape, horizon)
 
 
 def _damped_holt(x: np.ndarray, horizon: int) -> np.ndarray:
@@ -217,6 +239,7 @@ MODELS: dict[str, Model] = {
     "seasonal_naive": seasonal_naive,
     "seasonal_naive_long": seasonal_naive_long,
     "seasonal_profile": seasonal_profile,
+    "profile_ses": profile_ses,
     "mstl_ets": mstl_ets,
     "mstl_ses": mstl_ses,
     "theta": theta,

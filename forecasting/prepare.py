@@ -32,6 +32,10 @@ RANGE_INDEX_CANDIDATES = (7, 12, 24, 52, 168)
 ACF_CRITICAL = 1.645
 #: A point is an outlier when it is this many robust standard deviations from its seasonal neighbours.
 OUTLIER_SIGMAS = 5.0
+#: The log scale is ``log(y + c)`` with ``c`` lifting the smallest value to this share of the median. [fraction]
+LOG_FLOOR_SHARE = 0.05
+#: Largest share of zero observations read as logging gaps rather than as demand. [fraction]
+RARE_ZERO_SHARE = 0.05
 
 
 def check_series(y: pd.Series) -> pd.Series:
@@ -100,6 +104,31 @@ def fill_gaps(values: np.ndarray, period: int | None) -> np.ndarray:
             fwd[-period:] = np.nan
             out[miss] = np.where(np.isnan(back[miss]), fwd[miss], back[miss])
     return pd.Series(out).interpolate(limit_direction="both").to_numpy()
+
+
+def rare_zeros_as_gaps(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Mark zeros as gaps (NaN) when they are rare in an otherwise positive series.
+
+    A serving pool whose hourly rate is in the tens does not fall to exactly
+    zero for an hour and back: such an hour is a logging or pipeline outage, and
+    learning it as demand drags the level down and forbids the log scale. Zeros
+    are read that way only when they are at most :data:`RARE_ZERO_SHARE` of the
+    observed values; a series with more zeros (intermittent demand) keeps them.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        A copy with those zeros replaced by NaN (unchanged when none qualify).
+    n_zeros : int
+        Zeros turned into gaps. [count]
+    """
+    observed = values[np.isfinite(values)]
+    zeros = int(np.sum(observed == 0))
+    if zeros == 0 or zeros > RARE_ZERO_SHARE * observed.size:
+        return values, 0
+    out = values.astype(float).copy()
+    out[out == 0] = np.nan
+    return out, zeros
 
 
 def damp_outliers(z: np.ndarray, period: int | None) -> tuple[np.ndarray, int]:
@@ -199,6 +228,19 @@ def detect_seasons(z: np.ndarray, index: pd.Index) -> tuple[int, ...]:
 def choose_log(values: np.ndarray) -> bool:
     """Model on the log scale when every value is positive (multiplicative seasonality and growth)."""
     return bool(np.all(values > 0))
+
+
+def log_offset(values: np.ndarray) -> float:
+    """Offset ``c`` of the log scale ``log(y + c)``: 0 unless some values are near zero. [unit of y]
+
+    ``c = max(0, LOG_FLOOR_SHARE·median(y) − min(y))``: an hour with a handful of
+    requests in a series whose median is thousands would be a huge negative
+    outlier in ``log(y)``, swamp the seasonality test and drag every fit down;
+    lifted to 5 % of the median it weighs like any other low hour. Series whose
+    minimum is already above that keep the plain log (``c = 0``).
+    """
+    finite = values[np.isfinite(values)]
+    return float(max(0.0, LOG_FLOOR_SHARE * np.median(finite) - np.min(finite))) if finite.size else 0.0
 
 
 def check_seasons(season_lengths: Sequence[int]) -> tuple[int, ...]:

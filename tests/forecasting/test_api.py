@@ -263,14 +263,23 @@ def test_unknown_interval_method_raises():
 
 
 def test_calibration_uses_older_origins_than_the_choice():
-    # 21 days are trimmed to the last 10 cycles (240 h); horizon 24: the choice rests on origins
-    # 192, 204, 216 (12 h apart); calibration adds older ones while half the history (120 h) is
-    # left to fit on: 120, 132, ..., 216, nine windows
+    # 21 days (504 h, not trimmed: MIN_TRAIN_STEPS keeps three weeks); horizon 24: the choice rests
+    # on origins 456, 468, 480 (12 h apart); calibration adds older ones at the same spacing up to
+    # CALIBRATION_WINDOWS = 10 origins: 372, 384, ..., 480
     result = fit(hourly(), horizon=24, season_lengths=(24,), candidates=FAST)
     chosen, calibration = result.info["backtest"], result.info["calibration"]
-    assert chosen["train_lengths"] == [192, 204, 216]
-    assert calibration["train_lengths"] == list(range(120, 217, 12))
-    assert result.backtest_errors.shape == (9, 24)
+    assert chosen["train_lengths"] == [456, 468, 480]
+    assert calibration["train_lengths"] == list(range(372, 481, 12))
+    assert result.backtest_errors.shape == (10, 24)
+
+
+def test_calibration_of_a_short_series_reaches_back_to_a_quarter_of_it():
+    # 8 days (192 h), horizon 24: the choice needs half the history (96 h) to fit on, the older
+    # calibration origins only max(a quarter, three days) = 72 h: 72, 84, ..., 168, nine windows,
+    # so the intervals see the series' early days too
+    result = fit(hourly(days=8), horizon=24, season_lengths=(24,), candidates=FAST)
+    assert result.info["backtest"]["train_lengths"] == [144, 156, 168]
+    assert result.info["calibration"]["train_lengths"] == list(range(72, 169, 12))
 
 
 def test_back_transform_never_overflows():
@@ -281,3 +290,31 @@ def test_back_transform_never_overflows():
         y = result.to_y(np.array([1e4, np.log(50.0)]))
     assert y[0] == pytest.approx(np.exp(result.z.max()) * 1e6)
     assert y[1] == pytest.approx(50.0)
+
+
+def test_an_outage_hour_is_a_gap_and_the_series_stays_on_the_log_scale():
+    y = hourly(noise=0.02)
+    y.iloc[200] = 0.0  # one hour the logs lost: not demand
+    fc = forecast(y, horizon=24, season_lengths=(24,), candidates=FAST)
+    assert fc.attrs["zeros_as_gaps"] == 1 and fc.attrs["transform"] == "log"
+    truth = 100 * np.exp(0.35 * np.sin(2 * np.pi * np.arange(len(y), len(y) + 24) / 24))
+    assert np.max(np.abs(fc["mean"] / truth - 1)) < 0.1
+
+
+def test_near_zero_hours_get_a_log_offset_and_the_daily_cycle_is_still_found():
+    y = hourly(days=14, noise=0.05)
+    y.iloc[[30, 100, 170]] = 0.01  # a handful of requests in three hours of a ~100 req/s series
+    fc = forecast(y, horizon=24, candidates=FAST)
+    assert fc.attrs["transform"].startswith("log(y + ")
+    assert 24 in fc.attrs["season_lengths"]
+    assert (fc["lo_95"] >= 0).all()
+
+
+def test_attrs_say_how_the_combination_and_the_interval_width_were_chosen():
+    fc = forecast(hourly(), horizon=24, season_lengths=(24,))
+    combination = fc.attrs["combination"]
+    assert combination["size"] == len(fc.attrs["components"])
+    assert set(combination["cross_validated_mase"]) <= {"3", "5", "all"}
+    assert combination["size"] in (3, 5, len(fc.attrs["backtest"]["scores"]) - 1)
+    assert fc.attrs["interval_width"].startswith("errors of 10 backtest windows of 24 steps")
+    assert "widened x" in fc.attrs["interval_width"]

@@ -149,3 +149,32 @@ def test_calibrated_offsets_straddle_zero_for_every_method(method, errors, horiz
 def test_calibrated_offsets_rejects_an_unknown_method():
     with pytest.raises(ValueError, match="unknown interval method 'gaussian'; valid"):
         intervals.calibrated_offsets(np.zeros((3, 4)), 4, [80], "gaussian")
+
+
+def test_rare_zeros_become_gaps_but_intermittent_demand_keeps_them():
+    busy = np.array([5.0] * 98 + [0.0, 0.0])  # 2 % zeros: a logging outage
+    out, n = prepare.rare_zeros_as_gaps(busy)
+    assert n == 2 and np.isnan(out[-2:]).all() and (out[:98] == 5).all()
+    assert busy[-1] == 0  # the input is not modified
+    sparse = np.array([0.0, 3.0] * 50)  # half zeros: real intermittent demand
+    kept, n_sparse = prepare.rare_zeros_as_gaps(sparse)
+    assert n_sparse == 0 and np.array_equal(kept, sparse)
+
+
+def test_log_offset_lifts_near_zero_values_to_five_percent_of_the_median():
+    assert prepare.log_offset(np.array([10.0, 20, 30])) == 0.0  # minimum above 5 % of the median
+    # median 100, minimum 0.1: c = 5 - 0.1
+    assert prepare.log_offset(np.array([0.1, 100, 100, 120])) == pytest.approx(4.9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(arrays(float, st.integers(3, 60), elements=st.floats(0.001, 1e6)))
+def test_log_offset_keeps_every_value_at_least_the_floor(values):
+    floor = prepare.LOG_FLOOR_SHARE * np.median(values)
+    assert np.min(values + prepare.log_offset(values)) >= floor * (1 - 1e-12)
+
+
+def test_window_mase_is_per_window_and_inf_where_a_window_failed():
+    actual = np.array([[1.0, 2.0], [3.0, 4.0]])
+    forecast = np.array([[2.0, 2.0], [np.nan, 4.0]])
+    np.testing.assert_array_equal(backtest.window_mase(actual, forecast, 0.5), [1.0, np.inf])

@@ -1,0 +1,32 @@
+"""Tests for forecasting.models candidates added for production LLM demand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from capplan.forecasting.models import profile_ses
+
+
+def test_profile_ses_golden_shape_on_a_constant_level():
+    # a fixed daily shape at a constant level: the forecast is that day again, exactly
+    day = np.log(np.array([1.0, 2, 4, 2] * 6))
+    z = np.tile(day, 5)
+    np.testing.assert_allclose(profile_ses(z, 30, (24,)), np.resize(day, 30), atol=1e-6)
+
+
+def test_profile_ses_follows_a_lasting_level_shift_but_not_a_one_day_blip():
+    rng = np.random.default_rng(0)
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    base = np.tile(shape, 10) + rng.normal(0, 0.02, 240)
+    shifted = base + np.repeat([0.0] * 6 + [1.0] * 4, 24)  # the level rose 4 days ago and stayed
+    blip = base + np.repeat([0.0] * 9 + [1.0], 24)          # one odd day, then back?  unknown yet
+    lasting = profile_ses(shifted, 24, (24,)).mean()
+    assert lasting == pytest.approx(1.0, abs=0.1)
+    assert 0.0 <= profile_ses(blip, 24, (24,)).mean() <= 1.0 + 1e-9
+
+
+def test_profile_ses_without_three_cycles_is_exponential_smoothing():
+    z = np.linspace(1.0, 2.0, 30)
+    out = profile_ses(z, 5, (24,))
+    assert out.shape == (5,) and np.allclose(out, out[0]) and 1.0 <= out[0] <= 2.0
