@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from capplan.sizing.catalogue import DATA_DIR
+
 if TYPE_CHECKING:
     from capplan.sizing.fleet import FleetSpec
 
-REPO_DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+REPO_DATA_DIR = DATA_DIR  # the bundled catalogues and price book (one definition: capplan.sizing.catalogue)
 
 
 class ConfigError(ValueError):
@@ -262,7 +264,7 @@ class ScheduleConfig(_Section):
 
 
 class ClusterConfig(_Section):
-    """Partitioned roll-ups (``capplan/partitioned.py``) and where they run."""
+    """Partitioned roll-ups (``capplan/partitioned/``) and where they run."""
 
     task_runner: Literal["none", "dask"] = Field(
         "none", description="Roll partitions up one after another in this process ('none') or in parallel on a "

@@ -29,7 +29,7 @@ def connect(path: str | Path = ":memory:", *, read_only: bool = False) -> duckdb
     stack trace.
     """
     target = str(path)
-    if target != ":memory:":
+    if target != ":memory:" and not read_only:  # a reader never creates anything, not even a folder
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(target, read_only=read_only)

@@ -8,7 +8,7 @@
 with source_requests as (
     select ts_utc::date as day_utc, model, input_tokens, output_tokens
     from requests
-    where status between 200 and 299
+    where sli_success(status)
       and ($start_utc::timestamp is null or ts_utc >= $start_utc::timestamp)
       and ($end_utc::timestamp is null or ts_utc < $end_utc::timestamp)
 ),

@@ -4,7 +4,7 @@
 with source_requests as (
     select ts_utc, input_tokens, output_tokens
     from requests
-    where status between 200 and 299
+    where sli_success(status)
 ),
 
 final as (

@@ -1,5 +1,5 @@
 -- the request mix per UTC hour, model and tenant: a mergeable roll-up (counts, sums, min/max), so a
--- partition rolled up on its own adds up with the others (capplan/partitioned.py) and the plan
+-- partition rolled up on its own adds up with the others (capplan/partitioned/) and the plan
 -- measures the same figures from `requests` or from partitions (sql/rpt_plan_measured_inputs.sql).
 -- token and latency sums are over successful requests (2xx) only: the work the fleet is sized for.
 with source_requests as (
@@ -15,14 +15,14 @@ final as (
         min(ts_utc)                                                        as first_ts_utc,
         max(ts_utc)                                                        as last_ts_utc,
         count(*)::bigint                                                   as requests,
-        count(*) filter (where status between 200 and 299)::bigint         as successes,
-        coalesce(sum(input_tokens) filter (where status between 200 and 299), 0)::bigint
+        count(*) filter (where sli_success(status))::bigint         as successes,
+        coalesce(sum(input_tokens) filter (where sli_success(status)), 0)::bigint
                                                                            as input_tokens_sum,   -- [tokens]
-        coalesce(sum(output_tokens) filter (where status between 200 and 299), 0)::bigint
+        coalesce(sum(output_tokens) filter (where sli_success(status)), 0)::bigint
                                                                            as output_tokens_sum,  -- [tokens]
-        count(latency_ms) filter (where status between 200 and 299)::bigint
+        count(latency_ms) filter (where sli_success(status))::bigint
                                                                            as latency_count,
-        coalesce(sum(latency_ms) filter (where status between 200 and 299), 0)::double
+        coalesce(sum(latency_ms) filter (where sli_success(status)), 0)::double
                                                                            as latency_ms_sum      -- [ms]
     from source_requests
     group by all

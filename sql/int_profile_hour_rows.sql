@@ -1,5 +1,5 @@
 -- rows of `profile_source` arriving in each UTC hour of [$start_utc, $end_utc): sizes the roll-up's
--- windows (capplan/profile_rollup.py: plan_windows), so each scan holds a bounded number of rows.
+-- windows (capplan/profile/counting.py: plan_windows), so each scan holds a bounded number of rows.
 with
 
 source as (

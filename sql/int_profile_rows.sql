@@ -1,4 +1,4 @@
--- the rows of `profile_source` the hourly rollup reads (capplan/profile_rollup.py counts them with
+-- the rows of `profile_source` the hourly rollup reads (capplan/profile/counting.py counts them with
 -- numpy): arrivals in [$start_utc - $lookback_us, $end_utc), narrowed to epoch microseconds, a
 -- model index into $models (0-based), a status class, tokens and times (NaN when not logged).
 -- Rows before $start_utc are only there for the in-flight sweep (requests still running when the

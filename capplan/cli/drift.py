@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         from capplan.drift.detect import window_comparisons
         from capplan.drift.histogram import daily_histograms
         from capplan.drift.pricing import forecast_requests_per_month, monthly_requests, price_findings
-        from capplan.sizing.cost.per_request import request_costs
+        from capplan.drift.pricing import request_costs
 
         if volume not in ("forecast", "recent"):
             fail(f"--volume {volume!r}: expected 'forecast' or 'recent'")

@@ -160,7 +160,7 @@ def detect_drift(con: duckdb.DuckDBPyConnection, cfg: DriftConfig, costs: Mappin
     cfg : DriftConfig
         Windows and alert thresholds.
     costs : Mapping[str, RequestCost]
-        Cost model of each log model (see :func:`capplan.sizing.cost.per_request.request_costs`).
+        Cost model of each log model (see :func:`capplan.drift.pricing.request_costs`).
     requests_per_month : Mapping[str, float], optional
         Forecast volume per model [requests/month]; default: each model's
         served requests over the last 30 days, scaled to a mean month.

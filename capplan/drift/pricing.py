@@ -7,15 +7,18 @@ between the mean token lengths before and after its change date, times a monthly
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 from pandera.typing.pandas import DataFrame, Series
 
+from capplan.config import CapplanConfig
 from capplan.drift.histogram import METRICS
+from capplan.sizing.catalogue import get_gpu, get_model, load_models
 from capplan.sizing.cost.per_request import RequestCost
+from capplan.sizing.cost.prices import load_price_book
 
 SECONDS_PER_MONTH = 365.25 / 12 * 86_400  # mean Gregorian month [s]
 #: Cheap forecasting candidates: a drift's monthly price needs the volume's level, not its last percent.
@@ -119,3 +122,20 @@ def price_findings(hist: pd.DataFrame, windows: pd.DataFrame,
     return DriftFinding.validate(pd.DataFrame(rows, columns=list(DriftFinding.to_schema().columns)))
 
 
+def request_costs(cfg: CapplanConfig, models: Iterable[str]) -> dict[str, RequestCost]:
+    """A :class:`RequestCost` per log model, from the GPU catalogue and the price book.
+
+    A log model that is a key of the model catalogue uses its own size class;
+    any other uses that of ``[sizing].model``. The price is the on-demand rate
+    of ``[sizing].gpu``; throughputs are the catalogue's ASSUMED figures.
+    """
+    gpu = get_gpu(cfg.sizing.gpu, cfg.sizing.gpu_catalogue)
+    catalogue = load_models(cfg.sizing.model_catalogue)
+    default_class = get_model(cfg.sizing.model, cfg.sizing.model_catalogue).size_class
+    price = load_price_book(cfg.cost.price_book).gpu(cfg.sizing.gpu).on_demand_usd_per_gpu_hour
+    out = {}
+    for model in models:
+        size_class = catalogue[model].size_class if model in catalogue else default_class
+        out[model] = RequestCost(gpu.prefill_rate(size_class), gpu.decode_rate(size_class), price,
+                                 cfg.sizing.target_utilisation)
+    return out

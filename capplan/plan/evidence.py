@@ -10,7 +10,7 @@ import pandas as pd
 from capplan.config import CapplanConfig, DriftConfig
 from capplan.drift.detect import detect_drift
 from capplan.drift.histogram import bin_lower_tokens, daily_histograms
-from capplan.sizing.cost.per_request import request_costs
+from capplan.drift.pricing import request_costs
 from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
 
 

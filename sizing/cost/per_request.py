@@ -1,27 +1,20 @@
 """Cost of one request: the GPU time its prompt and output occupy, and that time's price.
 
 Pure functions, numbers in and numbers out, and :class:`RequestCost`, the per-request cost model of
-one served model; :func:`request_costs` builds one per log model from the GPU catalogue and the
-price book (the only files it reads). Drift detection (:mod:`capplan.drift`) prices a change in
-token mix with them. Units are in the names: ``usd_per_gpu_hour`` [USD/(GPU·h)], ``gpu_seconds``
+one served model (:func:`capplan.drift.pricing.request_costs` builds one per log model from the
+config, the GPU catalogue and the price book). Drift detection (:mod:`capplan.drift`) prices a change
+in token mix with them. Units are in the names: ``usd_per_gpu_hour`` [USD/(GPU·h)], ``gpu_seconds``
 [GPU·s], token counts [tokens].
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from capplan.sizing._checks import _out, fraction, non_negative, positive
-from capplan.sizing.catalogue import get_gpu, get_model, load_models
-from capplan.sizing.cost.prices import load_price_book
-
-if TYPE_CHECKING:
-    from capplan.config import CapplanConfig
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -182,22 +175,3 @@ class RequestCost:
             input_tokens, output_tokens, usd_per_gpu_hour=self.usd_per_gpu_hour,
             prefill_tokens_per_s_per_gpu=self.prefill_tokens_per_s_per_gpu,
             decode_tokens_per_s_per_gpu=self.decode_tokens_per_s_per_gpu, target_utilisation=self.target_utilisation))
-
-
-def request_costs(cfg: CapplanConfig, models: Iterable[str]) -> dict[str, RequestCost]:
-    """A :class:`RequestCost` per log model, from the GPU catalogue and the price book.
-
-    A log model that is a key of the model catalogue uses its own size class;
-    any other uses that of ``[sizing].model``. The price is the on-demand rate
-    of ``[sizing].gpu``; throughputs are the catalogue's ASSUMED figures.
-    """
-    gpu = get_gpu(cfg.sizing.gpu, cfg.sizing.gpu_catalogue)
-    catalogue = load_models(cfg.sizing.model_catalogue)
-    default_class = get_model(cfg.sizing.model, cfg.sizing.model_catalogue).size_class
-    price = load_price_book(cfg.cost.price_book).gpu(cfg.sizing.gpu).on_demand_usd_per_gpu_hour
-    out = {}
-    for model in models:
-        size_class = catalogue[model].size_class if model in catalogue else default_class
-        out[model] = RequestCost(gpu.prefill_rate(size_class), gpu.decode_rate(size_class), price,
-                                 cfg.sizing.target_utilisation)
-    return out

@@ -1,4 +1,4 @@
-"""Tests for ``capplan forecast`` (capplan/commands/forecast.py)."""
+"""Tests for ``capplan forecast`` (capplan/cli/forecast.py)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from capplan.config import CapplanConfig
 from capplan.db import connect
 from capplan.ingest import ensure_tables
 from capplan.sample import Drift, SampleSpec, iter_days
-from capplan.sizing.cost.per_request import request_costs
+from capplan.drift.pricing import request_costs
 
 DRIFT_START = date(2026, 1, 5)
 DRIFT_AT = datetime(2026, 2, 17, tzinfo=UTC)  # a Tuesday in the 7th week

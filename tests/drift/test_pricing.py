@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from capplan.drift.pricing import SECONDS_PER_MONTH, monthly_requests, price_findings
+from capplan.config import CapplanConfig
+from capplan.drift.pricing import SECONDS_PER_MONTH, monthly_requests, price_findings, request_costs
 from capplan.sizing.cost.per_request import RequestCost
 
 DAYS = pd.date_range("2026-01-01", periods=30, freq="D")
@@ -53,3 +54,12 @@ def test_no_alerting_window_is_no_finding():
 def test_monthly_requests_scale_the_last_30_days_to_a_mean_month():
     # 300 served requests in 30 days -> 300 × 30.4375 / 30 per mean Gregorian month
     assert monthly_requests(_hist()) == {"a": pytest.approx(300 * (365.25 / 12) / 30)}
+
+
+def test_request_costs_use_each_models_size_class_and_the_on_demand_price():
+    cfg = CapplanConfig()
+    costs = request_costs(cfg, ["llama-3.1-8b", "llama-3.1-70b", "not-in-the-catalogue"])
+    assert costs["not-in-the-catalogue"] == costs[cfg.sizing.model]  # a log model outside the catalogue
+    assert costs["llama-3.1-70b"].gpu_seconds(1000, 100) > costs["llama-3.1-8b"].gpu_seconds(1000, 100)
+    assert {c.target_utilisation for c in costs.values()} == {cfg.sizing.target_utilisation}
+    assert len({c.usd_per_gpu_hour for c in costs.values()}) == 1

@@ -1,7 +1,7 @@
 """End to end: ``monthly_capacity_plan`` on generated logs, under one session Prefect harness.
 
 The report's numbers are checked against the stage functions called directly
-(``sizing.fleet.size_fleet``, ``sizing.cost_plan.plan_range``) on the same
+(``sizing.fleet.size_fleet``, ``capplan.sizing.cost.plan.plan_range``) on the same
 inputs: the forecast the run wrote (``forecast.csv``) and the request mix
 measured from the same database.
 """

@@ -1,4 +1,4 @@
-"""Partitioned roll-ups (capplan/partitioned.py): exact merge, ledger, quarantine per partition."""
+"""Partitioned roll-ups (capplan/partitioned/): exact merge, ledger, quarantine per partition."""
 
 from __future__ import annotations
 

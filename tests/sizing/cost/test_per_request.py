@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from capplan.config import CapplanConfig
 from capplan.sizing.cost import per_request as cost
-from capplan.sizing.cost.per_request import RequestCost, request_costs
+from capplan.sizing.cost.per_request import RequestCost
 
 RATES = dict(prefill_tokens_per_s_per_gpu=10_000.0, decode_tokens_per_s_per_gpu=2_000.0)
 
@@ -68,12 +67,3 @@ def test_request_cost_matches_the_functions():
     c = RequestCost(10_000.0, 2_000.0, 3.6, target_utilisation=0.5)
     assert c.gpu_seconds(1000, 200) == pytest.approx(0.4, rel=1e-12)
     assert c.usd(1000, 200) == pytest.approx(4e-4, rel=1e-12)
-
-
-def test_request_costs_use_each_models_size_class_and_the_on_demand_price():
-    cfg = CapplanConfig()
-    costs = request_costs(cfg, ["llama-3.1-8b", "llama-3.1-70b", "not-in-the-catalogue"])
-    assert costs["not-in-the-catalogue"] == costs[cfg.sizing.model]  # a log model outside the catalogue
-    assert costs["llama-3.1-70b"].gpu_seconds(1000, 100) > costs["llama-3.1-8b"].gpu_seconds(1000, 100)
-    assert {c.target_utilisation for c in costs.values()} == {cfg.sizing.target_utilisation}
-    assert len({c.usd_per_gpu_hour for c in costs.values()}) == 1

@@ -1,4 +1,4 @@
-"""Tests for sizing.cost_plan: blended monthly plan, ranges, interruptible traffic."""
+"""Tests for capplan.sizing.cost.plan: blended monthly plan, ranges, interruptible traffic."""
 
 from __future__ import annotations
 

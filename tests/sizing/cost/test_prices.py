@@ -1,4 +1,4 @@
-"""Tests for sizing.cost_prices: the bundled price book and the loader's errors."""
+"""Tests for capplan.sizing.cost.prices: the bundled price book and the loader's errors."""
 
 from __future__ import annotations
 
