@@ -41,9 +41,9 @@ from numpy.typing import ArrayLike
 
 from capplan.sizing._checks import _out
 from capplan.sizing.catalogue import DATA_DIR, GpuSpec, ModelSpec, load_gpus, load_models
+from capplan.sizing.memory import BYTES_PER_GIB
 
 PERFORMANCE_FILE = DATA_DIR / "performance.toml"
-BYTES_PER_GIB = 2**30
 
 #: Precision keys: weights and matmuls in this format.
 PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8", "fp4")
