@@ -24,12 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from capplan.sizing.catalogue import DATA_DIR
+from capplan.sizing.catalogue import DATA_DIR, GPU_CATALOGUE, MODEL_CATALOGUE
 
 if TYPE_CHECKING:
     from capplan.sizing.fleet import FleetSpec
-
-REPO_DATA_DIR = DATA_DIR  # the bundled catalogues and price book (one definition: capplan.sizing.catalogue)
 
 
 class ConfigError(ValueError):
@@ -113,8 +111,8 @@ class ForecastConfig(_Section):
 class SizingConfig(_Section):
     gpu: str = Field("H100-SXM-80GB", description="GPU type, a key of the GPU catalogue.")
     model: str = Field("llama-3.1-8b", description="Model architecture, a key of the model catalogue.")
-    gpu_catalogue: Path = Field(REPO_DATA_DIR / "gpus.toml", description="GPU catalogue (TOML).")
-    model_catalogue: Path = Field(REPO_DATA_DIR / "models.toml", description="Model catalogue (TOML).")
+    gpu_catalogue: Path = Field(GPU_CATALOGUE, description="GPU catalogue (TOML).")
+    model_catalogue: Path = Field(MODEL_CATALOGUE, description="Model catalogue (TOML).")
     target_utilisation: float = Field(
         0.6, gt=0, le=1, description="ASSUMED share of per-GPU peak throughput and KV slots used at peak load.",
         json_schema_extra={"unit": "fraction"})
@@ -171,7 +169,7 @@ class SizingConfig(_Section):
 
 
 class CostConfig(_Section):
-    price_book: Path = Field(REPO_DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
+    price_book: Path = Field(DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
     interruptible_share: float = Field(
         0.0, ge=0, le=1, description="Share of requests that tolerate spot interruption.",
         json_schema_extra={"unit": "fraction"})
