@@ -1,5 +1,6 @@
--- 1 when the roll-up version table (sql/ddl_profile.sql) exists, else 0
+-- 1 when the roll-up version table (sql/ddl_profile.sql) exists, else 0 (a view of it in an as-of
+-- connection, capplan/history/as_of.py, counts)
 select count(*)::integer as found
-from duckdb_tables()
+from information_schema.tables
 where table_name = 'profile_rollup_version'
-    and schema_name = 'main' and database_name = current_database() and not temporary
+    and table_schema = 'main' and table_catalog = current_database()
