@@ -26,7 +26,7 @@ from capplan.reports.document import PlanReport
 #: Files a report folder always holds (charts go to ``charts/<key>.png``).
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
 
-_FIXED_HEADERS = {"month": "Month", "gpu_type": "GPU type", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
+_FIXED_HEADERS = {"month": "Month", "pool": "Pool", "throughput_source": "Throughput source", "gpu_type": "GPU type", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
                   "total_cost_usd": "Total cost [USD]", "total_cost_usd_p10": "Total cost P10 [USD]",
                   "total_cost_usd_p90": "Total cost P90 [USD]"}
 
