@@ -25,6 +25,7 @@ from capplan.config import ANY_MODEL, AUTO, CapplanConfig
 from capplan.plan.inputs import MeasuredInputs
 from capplan.profile import ALL_MODELS, hourly_traffic
 from capplan.sizing.catalogue import load_gpus, load_models
+from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import FleetSpec
 from capplan.sizing.memory import TENSOR_PARALLEL_DEGREES
 
@@ -178,15 +179,21 @@ def pool_fleet_spec(cfg: CapplanConfig, pool: Pool, gpu: str | None = None, tens
 
 
 def gpu_options(cfg: CapplanConfig, pool: Pool) -> list[tuple[str, int | None]]:
-    """The (GPU, TP) pairs an automatic pool tries: every catalogue GPU, and every TP degree when TP is auto too.
+    """The (GPU, TP) pairs an automatic pool tries: every catalogue GPU the price book prices, and every TP
+    degree when TP is auto too (a GPU without a price cannot be compared, so it is not a candidate).
 
     A fixed GPU with ``tensor_parallel = "auto"`` is one option, the smallest degree that fits (``None``).
     """
-    gpus = sorted(load_gpus(cfg.sizing.gpu_catalogue)) if pool.is_auto else [pool.gpu]
+    gpus = priced_gpus(cfg) if pool.is_auto else [pool.gpu]
     if pool.tensor_parallel == AUTO and pool.is_auto:
         return [(g, tp) for g in gpus for tp in AUTO_TENSOR_PARALLEL]
     tp = None if pool.tensor_parallel in (None, AUTO) else int(pool.tensor_parallel)
     return [(g, tp) for g in gpus]
+
+
+def priced_gpus(cfg: CapplanConfig) -> list[str]:
+    """GPU catalogue keys that the price book prices, sorted."""
+    return sorted(set(load_gpus(cfg.sizing.gpu_catalogue)) & set(load_price_book(cfg.cost.price_book).gpus))
 
 
 def pool_traffic(by_model: pd.DataFrame, pool: Pool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -220,4 +227,4 @@ def read_model_traffic(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> pd
 
 
 __all__ = ["AUTO_TENSOR_PARALLEL", "THROUGHPUT_SOURCE", "Pool", "PoolError", "gpu_options", "pool_fleet_spec",
-           "pool_notes", "pool_traffic", "read_model_traffic", "resolve_pools", "unused_pools"]
+           "pool_notes", "pool_traffic", "priced_gpus", "read_model_traffic", "resolve_pools", "unused_pools"]

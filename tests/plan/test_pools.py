@@ -7,7 +7,7 @@ import pytest
 
 from capplan.config import ConfigError, parse_config
 from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, gpu_options, pool_fleet_spec, pool_notes,
-                                pool_traffic, resolve_pools, unused_pools)
+                                pool_traffic, priced_gpus, resolve_pools, unused_pools)
 from capplan.sizing.catalogue import load_gpus
 
 LOG_MODELS = ["llama-3.1-70b", "llama-3.1-8b", "my-finetune"]
@@ -71,7 +71,9 @@ def test_auto_gpu_tries_every_catalogue_gpu_and_with_auto_tp_every_degree():
     cfg = parse_config({"pools": [{"name": "a", "gpu": "auto", "tensor_parallel": "auto"},
                                   {"name": "b", "gpu": "auto"}, {"name": "c", "tensor_parallel": "auto"}]})
     a, b, c = resolve_pools(cfg, ["a", "b", "c"])
-    gpus = sorted(load_gpus())
+    gpus = ["A100-SXM-80GB", "H100-SXM-80GB", "H200-141GB", "L40S-48GB"]  # catalogue GPUs the price book prices
+    assert set(gpus) < set(load_gpus())
+    assert gpus == priced_gpus(cfg)
     assert gpu_options(cfg, a) == [(g, tp) for g in gpus for tp in AUTO_TENSOR_PARALLEL]
     assert gpu_options(cfg, b) == [(g, None) for g in gpus]  # the smallest degree that fits each
     assert gpu_options(cfg, c) == [("H100-SXM-80GB", None)]
