@@ -185,7 +185,22 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         model_name=f"{len(plans)} pool(s) ({', '.join(f'{p.name}: {p.pool.model}' for p in plans)})",
         headline=headline(inputs), recommended_reserved_gpus=int(sum(c.reserved_gpus for c in shared.values())),
         budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
-        tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved)
+        tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
+        summary=summary(inputs))
+
+
+def summary(inputs: ReportInputs) -> dict:
+    """Per-pool results and the fleet's totals as plain data (``plan.json``, ``capplan plan --json``)."""
+    head = headline(inputs)
+    records = lambda frame: frame.drop(columns="pool").to_dict(orient="records")  # noqa: E731
+    pools = []
+    for p, row in zip(inputs.pools, pool_table(inputs.pools).to_dict(orient="records")):
+        pools.append({**row, "months": records(head[head["pool"] == p.name]),
+                      "reserved_gpus": int(p.costs["P50"].reserved_gpus),
+                      "candidates": p.choice.rows() if p.choice is not None else None})
+    return {"month": inputs.months[0], "pools": pools, "totals": records(head[head["pool"] == FLEET]),
+            "fleet_p90": "sum of the pools' P90s (an upper band)",
+            "commitments": inputs.fleet.commitment_table().to_dict(orient="records")}
 
 
 def pool_table(plans: tuple[PoolPlan, ...]) -> pd.DataFrame:

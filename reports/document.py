@@ -130,6 +130,7 @@ class PlanReport:
     notes: list[str] = field(default_factory=list)
     forecast: pd.DataFrame | None = None
     reserved_summary: str = ""
+    summary: dict = field(default_factory=dict)  # per-pool results and totals as plain data (``plan.json``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))

@@ -146,6 +146,9 @@ def write_report(report: PlanReport, out_dir: Path, resolved_config: dict[str, A
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         write_budget_csv(report.budget, staging / "budget.csv")
         write_budget_xlsx(report.budget, report.assumptions, staging / "budget.xlsx")
+        if report.summary:
+            (staging / "plan.json").write_text(json.dumps(report.summary, indent=2, default=str) + "\n",
+                                               encoding="utf-8")
         if report.forecast is not None:
             report.forecast.rename_axis("hour_utc").to_csv(staging / "forecast.csv")
         (staging / "config.json").write_text(json.dumps(resolved_config, indent=2, default=str) + "\n",

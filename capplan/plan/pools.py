@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from capplan.config import ANY_MODEL, AUTO, CapplanConfig
+from capplan.config import ANY_MODEL, AUTO, CapplanConfig, PoolConfig
 from capplan.plan.inputs import MeasuredInputs
 from capplan.profile import ALL_MODELS, hourly_traffic
 from capplan.sizing.catalogue import load_gpus, load_models
@@ -135,17 +135,33 @@ def resolve_pools(cfg: CapplanConfig, log_models: list[str]) -> list[Pool]:
         served = tuple(m for m in log_models if m in listed or (ANY_MODEL in p.models and m in unserved))
         if not served:
             continue  # no traffic in the logs: nothing to forecast (named by unused_pools)
-        settings = {name: getattr(p, name) for name in _SPEC_FIELDS if getattr(p, name) is not None}
-        if p.precision is not None:
-            settings |= {"weights_dtype": p.precision, "kv_dtype": p.precision}
-        pools.append(Pool(
-            name=p.name, models=served, model=p.model or cfg.sizing.model, gpu=p.gpu or cfg.sizing.gpu,
-            tensor_parallel=p.tensor_parallel if p.tensor_parallel is not None else cfg.sizing.tensor_parallel,
-            settings=settings, interruptible_share=p.interruptible_share, latency_target_s=p.latency_target_s,
-            default_architecture=p.model is None, origin=f"[[pools]] #{i} name = {p.name!r}"))
+        pools.append(_pool_of(cfg, i, p, served))
     if not pools:
         raise PoolError(f"no [[pools]] entry serves a model in the logs ({', '.join(log_models) or 'none'})")
     return pools
+
+
+def _pool_of(cfg: CapplanConfig, i: int, p: PoolConfig, served: tuple[str, ...]) -> Pool:
+    """The :class:`Pool` of ``[[pools]]`` entry ``i`` (1-based) serving ``served``; unset fields from ``[sizing]``."""
+    settings = {name: getattr(p, name) for name in _SPEC_FIELDS if getattr(p, name) is not None}
+    if p.precision is not None:
+        settings |= {"weights_dtype": p.precision, "kv_dtype": p.precision}
+    return Pool(
+        name=p.name, models=served, model=p.model or cfg.sizing.model, gpu=p.gpu or cfg.sizing.gpu,
+        tensor_parallel=p.tensor_parallel if p.tensor_parallel is not None else cfg.sizing.tensor_parallel,
+        settings=settings, interruptible_share=p.interruptible_share, latency_target_s=p.latency_target_s,
+        default_architecture=p.model is None, origin=f"[[pools]] #{i} name = {p.name!r}")
+
+
+def config_pools(cfg: CapplanConfig) -> list[Pool]:
+    """Every ``[[pools]]`` entry as a pool, without logs (``capplan size --pools``): each serves the models it lists.
+
+    Without ``[[pools]]``, one pool of the ``[sizing]`` settings, named after ``[sizing].model``.
+    """
+    if not cfg.pools:
+        return [Pool(name=cfg.sizing.model, models=(cfg.sizing.model,), model=cfg.sizing.model, gpu=cfg.sizing.gpu,
+                     tensor_parallel=cfg.sizing.tensor_parallel, origin="[sizing]")]
+    return [_pool_of(cfg, i, p, tuple(p.models or [p.name])) for i, p in enumerate(cfg.pools, start=1)]
 
 
 def unused_pools(cfg: CapplanConfig, pools: list[Pool]) -> list[str]:
@@ -226,5 +242,5 @@ def read_model_traffic(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> pd
     return hourly[hourly["model"] != ALL_MODELS].reset_index(drop=True)
 
 
-__all__ = ["AUTO_TENSOR_PARALLEL", "THROUGHPUT_SOURCE", "Pool", "PoolError", "gpu_options", "pool_fleet_spec",
+__all__ = ["AUTO_TENSOR_PARALLEL", "THROUGHPUT_SOURCE", "Pool", "PoolError", "config_pools", "gpu_options", "pool_fleet_spec",
            "pool_notes", "pool_traffic", "priced_gpus", "read_model_traffic", "resolve_pools", "unused_pools"]
