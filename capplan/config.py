@@ -168,6 +168,57 @@ class SizingConfig(_Section):
                                        "model": get_model(settings["model"], self.model_catalogue)})
 
 
+_DTYPE = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+
+#: ``gpu`` / ``tensor_parallel`` value that asks for the cheapest choice (``capplan.sizing.choice``).
+AUTO = "auto"
+#: ``models`` entry of the pool that serves every log model no other pool names.
+ANY_MODEL = "*"
+
+
+class PoolConfig(_Section):
+    """One serving pool (``[[pools]]``): the log models it serves and how its replicas are built.
+
+    Every setting left out takes the ``[sizing]`` value (``interruptible_share``: ``[cost]``'s);
+    resolution into whole pools is :func:`capplan.plan.pools.resolve_pools`.
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Pool name (report rows, file names).")
+    models: list[str] = Field(
+        default_factory=list, description="Log model names this pool serves; \"*\" takes every model no other "
+                                          "pool names; empty = [name].")
+    model: str | None = Field(None, description="Catalogue architecture the pool runs; default [sizing].model.")
+    gpu: str | None = Field(None, description="GPU type (a catalogue key) or \"auto\" (cheapest that fits and "
+                                              "meets the latency target); default [sizing].gpu.")
+    tensor_parallel: int | Literal["auto"] | None = Field(
+        None, description="GPUs per replica, or \"auto\" (smallest degree that fits; every degree that fits "
+                          "when gpu = \"auto\"); default [sizing].tensor_parallel.",
+        json_schema_extra={"unit": "count"})
+    precision: _DTYPE | None = Field(None, description="Weights and KV-cache element type; default [sizing]'s.")
+    target_utilisation: float | None = Field(None, gt=0, le=1, description="As [sizing].target_utilisation.",
+                                             json_schema_extra={"unit": "fraction"})
+    wait_target_s: float | None = Field(
+        None, gt=0, description="Queueing-wait SLO the utilisation is derived from (overrides "
+                                "target_utilisation).", json_schema_extra={"unit": "s"})
+    latency_target_s: float | None = Field(
+        None, gt=0, description="Mean latency at the target utilisation an automatic GPU choice must meet.",
+        json_schema_extra={"unit": "s"})
+    spares: int | None = Field(None, ge=0, description="As [sizing].spares.", json_schema_extra={"unit": "count"})
+    zones: int | None = Field(None, ge=1, description="As [sizing].zones.", json_schema_extra={"unit": "count"})
+    zones_lost: int | None = Field(None, ge=0, description="As [sizing].zones_lost.",
+                                   json_schema_extra={"unit": "count"})
+    growth_safety_factor: float | None = Field(None, ge=1, description="As [sizing].growth_safety_factor.",
+                                               json_schema_extra={"unit": "ratio"})
+    rollout_surge_fraction: float | None = Field(None, ge=0, description="As [sizing].rollout_surge_fraction.",
+                                                 json_schema_extra={"unit": "fraction of need"})
+    warm_pool_gpus: int | None = Field(None, ge=0, description="As [sizing].warm_pool_gpus.",
+                                       json_schema_extra={"unit": "count"})
+    interruptible_share: float | None = Field(
+        None, ge=0, le=1, description="Share of this pool's requests that may run on spot; default: measured "
+                                      "from [cost].interruptible_models/tenants, else [cost].interruptible_share.",
+        json_schema_extra={"unit": "fraction"})
+
+
 class CostConfig(_Section):
     price_book: Path = Field(DATA_DIR / "prices.toml", description="Price book (TOML), illustrative.")
     interruptible_share: float = Field(
@@ -297,6 +348,8 @@ class CapplanConfig(_Section):
     forecast: ForecastConfig = ForecastConfig()
     sizing: SizingConfig = SizingConfig()
     cost: CostConfig = CostConfig()
+    pools: list[PoolConfig] = Field(
+        default_factory=list, description="Serving pools; none = each log model the catalogue knows is its own pool.")
     slos: list[SloConfig] = Field(default_factory=lambda: [SloConfig()])
     drift: DriftConfig = DriftConfig()
     report: ReportConfig = ReportConfig()

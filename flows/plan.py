@@ -3,7 +3,7 @@
 Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
 folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
 roll-ups (the one step that writes them) → profile → measure → forecast
-→ size → cost → SLO → drift → charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
+→ size (per pool) → cost (fleet totals, shared commitment) → SLO → drift → charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
 loaded, the profile refreshes only what changed, and the report folder is replaced whole.
@@ -21,9 +21,10 @@ from capplan.plan.calendar import plan_months
 from capplan.plan.notes import ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
-from capplan.flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift,
+from capplan.flows.tasks import (announce, build_report, check_slos, cost_fleet, draw_charts, find_drift,
                                  forecast_qps, measure_request_mix, notify_flow, profile_traffic, publish_artifacts,
-                                 refresh_profile, size_months, write_report_files)
+                                 refresh_profile, size_pools, write_report_files)
+from capplan.plan.pools import pool_notes, unused_pools
 from capplan.reports.assemble import ReportInputs
 
 
@@ -43,18 +44,21 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     for note in notes:
         announce("ingest", note)
     refresh_profile(config)
-    hourly, daily = profile_traffic(config)
-    measured = measure_request_mix(config, hourly)
-    months = plan_months(measured.last_ts_utc, config.forecast.horizon_months, month)
-    forecast = forecast_qps(hourly, months, config)
-    spec = config.sizing.fleet_spec()
-    sized = size_months(forecast, months, spec, measured)
-    costs = cost_months(forecast, months, config, spec, measured)
+    hourly, daily, pools, by_pool = profile_traffic(config)
+    notes += pool_notes(pools) + [f"[[pools]] {name}: serves no model in the logs; left out of the plan"
+                                  for name in unused_pools(config, pools)]
+    measured = measure_request_mix(config, pools, by_pool)
+    last_ts_utc = max(m.last_ts_utc for m in measured.values())
+    months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
+    forecasts = forecast_qps(by_pool, months, config)
+    plans = size_pools(config, pools, forecasts, months, measured)
+    fleet = cost_fleet(plans, config)
     slos = check_slos(config)
     drift = find_drift(config)
-    inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, measured=measured,
-                          assumptions=assumptions_table(config, measured.table()), forecast=forecast,
-                          sized=sized, costs=costs, slos=slos, drift=drift,
+    inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, by_pool=by_pool, fleet=fleet,
+                          assumptions=assumptions_table(config, {f"{name}: {k}": v for name, m in measured.items()
+                                                                 for k, v in m.table().items()}),
+                          slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)

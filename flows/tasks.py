@@ -25,12 +25,11 @@ from prefect.cache_policies import NONE
 
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
-from capplan.plan import costing, evidence, fleet, inputs, traffic
+from capplan.plan import evidence, inputs, pool_plan, pools, traffic
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
-from capplan.sizing.fleet import FleetSpec
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
@@ -94,39 +93,44 @@ def refresh_profile(cfg: CapplanConfig) -> int:
 
 
 @_stage("profile", retries=2)
-def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Read hourly and daily traffic of all models together from the profile roll-ups."""
+def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame, list[pools.Pool], dict]:
+    """Read hourly and daily traffic of all models, resolve the pools, and sum each pool's traffic.
+
+    Returns the fleet's hourly and daily traffic, the pools, and ``{pool: (hourly, daily)}``.
+    """
     with connect(cfg.database.path, read_only=True) as con:
-        return traffic.all_models_traffic(con, cfg)
+        hourly, daily = traffic.all_models_traffic(con, cfg)
+        by_model = pools.read_model_traffic(con, cfg)
+    resolved = pools.resolve_pools(cfg, sorted(by_model["model"].unique()))
+    return hourly, daily, resolved, {p.name: pools.pool_traffic(by_model, p) for p in resolved}
 
 
 @_stage("measure", retries=2)
-def measure_request_mix(cfg: CapplanConfig, hourly: pd.DataFrame) -> inputs.MeasuredInputs:
-    """Measure token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
+def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
+                        by_pool: dict) -> dict[str, inputs.MeasuredInputs]:
+    """Measure each pool's token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
     with connect(cfg.database.path, read_only=True) as con:
-        return inputs.measure_inputs(con, hourly, cfg)
+        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models))
+                for p in resolved}
 
 
 @_stage("forecast")
-def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig) -> pd.DataFrame:
-    """Forecast hourly mean QPS to the end of the last planned month."""
-    return traffic.forecast_hourly_qps(hourly, months, cfg)
+def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig) -> dict[str, pd.DataFrame]:
+    """Forecast each pool's hourly mean QPS to the end of the last planned month."""
+    return {name: traffic.forecast_hourly_qps(hourly, months, cfg) for name, (hourly, _daily) in by_pool.items()}
 
 
 @_stage("size")
-def size_months(forecast: pd.DataFrame, months: list[str], spec: FleetSpec,
-                measured: inputs.MeasuredInputs) -> fleet.SizedFleet:
-    """Size the fleet for each month's P10/P50/P90 peak."""
-    return fleet.size_months(forecast, months, spec, measured)
+def size_pools(cfg: CapplanConfig, resolved: list[pools.Pool], forecasts: dict[str, pd.DataFrame],
+               months: list[str], measured: dict[str, inputs.MeasuredInputs]) -> list[pool_plan.PoolPlan]:
+    """Size and cost every pool (its GPU chosen first when ``auto``): fleet per month and per hour."""
+    return [pool_plan.plan_pool(cfg, p, forecasts[p.name], months, measured[p.name]) for p in resolved]
 
 
 @_stage("cost")
-def cost_months(forecast: pd.DataFrame, months: list[str], cfg: CapplanConfig, spec: FleetSpec,
-                measured: inputs.MeasuredInputs) -> dict:
-    """Price the hourly fleet at P10/P50/P90 with one reserved commitment."""
-    hours_utc, need = fleet.hourly_need_gpus(forecast, months, spec, measured)
-    volumes = costing.hourly_volumes(forecast, months, measured)
-    return costing.cost_by_level(hours_utc, need, cfg, measured, volumes)
+def cost_fleet(plans: list[pool_plan.PoolPlan], cfg: CapplanConfig) -> pool_plan.FleetPlan:
+    """Fleet totals per month and the reserved GPUs shared by the pools of each GPU type."""
+    return pool_plan.fleet_plan(plans, cfg)
 
 
 @_stage("slo", retries=2)
@@ -169,3 +173,11 @@ def publish_artifacts(report: PlanReport, folder: Path) -> None:
     create_markdown_artifact(text, key=key, description=f"Capacity plan {report.month}")
     create_table_artifact(finance_table(report.budget).to_dict(orient="records"), key=f"{key}-budget",
                           description=f"Budget {report.month} (USD, GPU-hours)")
+    for pool, rows in report.budget.groupby("pool", sort=False):
+        create_table_artifact(finance_table(rows).to_dict(orient="records"), key=f"{key}-pool-{_artifact_key(pool)}",
+                              description=f"Budget {report.month}, pool {pool} (USD, GPU-hours)")
+
+
+def _artifact_key(name: str) -> str:
+    """A Prefect artifact key part: lower-case letters, digits and dashes only."""
+    return "".join(ch if ch.isalnum() else "-" for ch in str(name).lower()).strip("-") or "pool"

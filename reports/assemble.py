@@ -1,9 +1,10 @@
 """Turn the stages' results into a :class:`~reports.document.PlanReport`: headline, budget, charts, evidence.
 
 Nothing here computes a capacity, a latency or a price, and nothing re-runs a stage:
-the numbers come from the stage results gathered in :class:`ReportInputs` (the
-fleet per month and the first month's P50 fleet with its latency curve from the size
-stage, the cost plans, the assumptions table) and are only arranged, so the report's
+the numbers come from the stage results gathered in :class:`ReportInputs` (each pool's
+fleet per month, first P50 fleet, latency curve, cost plans and GPU choice; the fleet's
+totals and shared commitments; the assumptions table) and are only arranged (sums of
+pool rows are the fleet's total rows), so the report's
 headline is by construction what the stage functions returned.
 """
 
@@ -16,11 +17,10 @@ import pandas as pd
 
 from capplan.config import CapplanConfig
 from capplan.plan.evidence import DriftEvidence, SloEvidence
-from capplan.plan.fleet import SizedFleet
-from capplan.plan.inputs import MeasuredInputs
+from capplan.plan.pool_plan import FleetPlan, PoolPlan
 from capplan.reports import charts
-from capplan.reports.document import Chart, PlanReport, Table
-from capplan.sizing.cost.plan import OPTIONS, CostPlan
+from capplan.reports.document import ALL_GPUS, FLEET, MIXED, Chart, PlanReport, Table
+from capplan.sizing.cost.plan import OPTIONS
 
 #: Days of hourly history drawn before the forecast fan. [days]
 HISTORY_DAYS_SHOWN = 56
@@ -35,77 +35,126 @@ class ReportInputs:
     cfg: CapplanConfig
     months: list[str]
     hourly: pd.DataFrame                 # hour_utc, avg_qps, peak_second_qps, is_gap (all models)
-    daily: pd.DataFrame                  # day, peak_qps, avg_qps
-    measured: MeasuredInputs
+    daily: pd.DataFrame                  # day, peak_qps, avg_qps (all models)
+    by_pool: dict[str, tuple[pd.DataFrame, pd.DataFrame]]   # pool -> its hourly and daily traffic
+    fleet: FleetPlan                     # every pool's plan (measured, forecast, sized, costs), totals, commitments
     assumptions: pd.DataFrame            # capplan.plan.assumptions.assumptions_table: name, value, unit, source
-    forecast: pd.DataFrame               # ForecastFrame indexed by hour, attrs from the forecasting stage
-    sized: SizedFleet                    # the size stage: months (MonthlyFleet), first_p50 and its latency curve
-    costs: dict[str, CostPlan]           # P10/P50/P90
     slos: list[SloEvidence]
     drift: DriftEvidence
     generated_at_utc: str
     notes: tuple[str, ...] = ()
 
+    @property
+    def pools(self) -> tuple[PoolPlan, ...]:
+        return self.fleet.pools
+
 
 def headline(inputs: ReportInputs) -> pd.DataFrame:
-    """GPUs and monthly cost at P50 and P90 per month, and what binds."""
-    cost = {level: {m.month: m.total_cost_usd for m in p.months} for level, p in inputs.costs.items()}
-    f = inputs.sized.months
-    return pd.DataFrame({"month": f["month"], "gpus_p50": f["gpus_p50"].astype(int),
-                         "gpus_p90": f["gpus_p90"].astype(int),
-                         "cost_usd_p50": f["month"].map(cost["P50"]).astype(float),
-                         "cost_usd_p90": f["month"].map(cost["P90"]).astype(float), "binding": f["binding"]})
+    """GPUs and monthly cost at P50 and P90 per month and pool, what binds, and the fleet's total per month."""
+    frames = []
+    for p in inputs.pools:
+        cost = {level: {m.month: m.total_cost_usd for m in c.months} for level, c in p.costs.items()}
+        f = p.sized.months
+        frames.append(pd.DataFrame({
+            "pool": p.name, "month": f["month"], "gpu_type": p.gpu, "gpus_p50": f["gpus_p50"].astype(int),
+            "gpus_p90": f["gpus_p90"].astype(int), "cost_usd_p50": f["month"].map(cost["P50"]).astype(float),
+            "cost_usd_p90": f["month"].map(cost["P90"]).astype(float), "binding": f["binding"]}))
+    pools = pd.concat(frames, ignore_index=True)
+    total = inputs.fleet.months
+    bindings = pools.groupby("month")["binding"].agg(lambda b: b.iloc[0] if b.nunique() == 1 else MIXED)
+    gpus = pools.groupby("month")["gpu_type"].agg(lambda g: g.iloc[0] if g.nunique() == 1 else ALL_GPUS)
+    fleet = pd.DataFrame({"pool": FLEET, "month": total["month"], "gpu_type": total["month"].map(gpus),
+                          "gpus_p50": total["gpus_p50"].astype(int), "gpus_p90": total["gpus_p90"].astype(int),
+                          "cost_usd_p50": total["cost_usd_p50"].astype(float),
+                          "cost_usd_p90": total["cost_usd_p90"].astype(float),
+                          "binding": total["month"].map(bindings)})
+    return pd.concat([pools, fleet], ignore_index=True)
 
 
-def budget(inputs: ReportInputs) -> pd.DataFrame:
-    """The finance table: P50 GPU-hours and cost per option per month, with the P10 and P90 totals beside."""
-    p50 = pd.DataFrame([vars(m) for m in inputs.costs["P50"].months])
-    out = pd.DataFrame({"month": p50["month"], "gpu_type": inputs.costs["P50"].gpu_type})
-    out = out.merge(inputs.sized.months[["month", "gpus_p50", "gpus_p90"]], on="month")
+def _pool_budget(p: PoolPlan) -> pd.DataFrame:
+    p50 = pd.DataFrame([vars(m) for m in p.costs["P50"].months])
+    out = pd.DataFrame({"month": p50["month"], "pool": p.name, "gpu_type": p.costs["P50"].gpu_type})
+    out = out.merge(p.sized.months[["month", "gpus_p50", "gpus_p90"]], on="month")
     for prefix in ("gpu_hours_", "cost_usd_"):
         for option in OPTIONS:
             out[prefix + option] = p50[prefix + option].astype(float).to_numpy()
     out["total_cost_usd"] = p50["total_cost_usd"].astype(float).to_numpy()
     for level in ("P10", "P90"):
-        out[f"total_cost_usd_{level.lower()}"] = [m.total_cost_usd for m in inputs.costs[level].months]
+        out[f"total_cost_usd_{level.lower()}"] = [m.total_cost_usd for m in p.costs[level].months]
+    out["throughput_source"] = p.throughput_source
     return out
 
 
+def budget(inputs: ReportInputs) -> pd.DataFrame:
+    """The finance table: per month and pool (its GPU type), P50 GPU-hours and cost per option, P10/P90 totals
+    beside; then each month's total row (``pool = "total"``, ``gpu_type = "all"``), the sum of its pool rows."""
+    pools = pd.concat([_pool_budget(p) for p in inputs.pools], ignore_index=True)
+    numeric = pools.select_dtypes("number").columns
+    total = pools.groupby("month", sort=True)[list(numeric)].sum().reset_index()
+    total.insert(1, "pool", FLEET)
+    total.insert(2, "gpu_type", ALL_GPUS)
+    total["throughput_source"] = "—"
+    out = pd.concat([pools, total[pools.columns]], ignore_index=True)
+    order = {name: i for i, name in enumerate([p.name for p in inputs.pools] + [FLEET])}
+    out = out.sort_values(["month", "pool"], key=lambda c: c.map(order) if c.name == "pool" else c, kind="stable")
+    return out.reset_index(drop=True).astype({"gpus_p50": int, "gpus_p90": int})
+
+
+def _per_pool(draw, plans, args_of) -> bytes:
+    """Small multiples: one axis per pool, titled with its name; ``args_of(plan)`` gives ``draw``'s arguments."""
+    n = len(plans)
+
+    def layout(axes, *_):
+        for ax, p in zip(axes if isinstance(axes, list) else [axes], plans):
+            draw(ax, *args_of(p))
+            ax.set_title(f"{p.name} ({p.gpu})", fontsize="medium")
+    return charts.chart_png(layout, n_axes=n, size_in=(max(8.0, 4.2 * n), 3.4))
+
+
 def draw_charts(inputs: ReportInputs) -> list[Chart]:
-    """Every chart of the report, each with a caption saying how to read it."""
-    fc, hourly = inputs.forecast, inputs.hourly
-    since = hourly["hour_utc"].max() - pd.Timedelta(days=HISTORY_DAYS_SHOWN)
-    recent = hourly[hourly["hour_utc"] > since].set_index("hour_utc")["avg_qps"]
-    first = inputs.sized.first_p50
+    """Every chart of the report, each with a caption saying how to read it; per pool as small multiples."""
+    plans = inputs.pools
+
+    def recent(p: PoolPlan) -> pd.Series:
+        hourly = inputs.by_pool[p.name][0]
+        since = hourly["hour_utc"].max() - pd.Timedelta(days=HISTORY_DAYS_SHOWN)
+        return hourly[hourly["hour_utc"] > since].set_index("hour_utc")["avg_qps"]
+
+    bursts = ", ".join(f"{p.name} {p.measured.burst_ratio:.2f}" for p in plans)
     out = [
-        Chart("qps-forecast", "Hourly QPS and forecast",
-              f"Mean QPS per hour, last {HISTORY_DAYS_SHOWN} days and the forecast to the end of the horizon "
-              f"(model: {fc.attrs.get('model', '?')}); shaded: prediction intervals. The fleet is sized for the "
-              f"month's busiest hour times the measured peak-to-mean ratio of requests in flight "
-              f"({inputs.measured.burst_ratio:.2f}).",
-              charts.chart_png(charts.plot_qps_forecast, recent, fc, levels=_levels(fc))),
+        Chart("qps-forecast", "Hourly QPS and forecast, per pool",
+              f"Mean QPS per hour of each pool, last {HISTORY_DAYS_SHOWN} days and its own forecast to the end of "
+              f"the horizon; shaded: prediction intervals. Each pool is sized for the month's busiest hour times "
+              f"its measured peak-to-mean ratio of requests in flight ({bursts}).",
+              _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
+                        lambda p: (recent(p), p.forecast))),
         Chart("peak-to-average", "Daily peak-to-average",
-              "Busiest second of each day over the day's mean QPS: how much capacity bursts need above the mean.",
-              charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
+              "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
+              "the mean.", charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
         Chart("token-distributions", "Token lengths and their drift",
               f"Share of requests by input and output length, baseline ({inputs.cfg.drift.baseline_days} days) "
               f"against the latest {inputs.cfg.drift.window_days} days.",
               charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
-        Chart("gpus-by-month", "GPUs by month",
+        Chart("fleet-gpus-by-month", "Fleet GPUs by month",
+              "GPUs at P50 per month, stacked by pool; whisker: the fleet's P90 (the sum of the pools' P90s, an "
+              "upper band: the pools' peaks need not coincide).",
+              charts.chart_png(charts.plot_fleet_gpus, _fleet_long(inputs), inputs.fleet.months)),
+        Chart("gpus-by-month", "GPUs by month, per pool",
               "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
               "headroom for spares, zone loss and surge; whiskers: P10–P90.",
-              charts.chart_png(charts.plot_gpus_by_month, inputs.sized.months)),
-        Chart("cost-by-option", "Cost by option",
-              f"P50 monthly cost of each purchasing option with {inputs.costs['P50'].reserved_gpus} reserved GPUs.",
-              charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs.costs["P50"]))),
-        Chart("latency-utilisation", "Latency against utilisation",
-              "Mean latency as utilisation rises (service time = measured mean latency); the dot is the target "
-              "utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
-              charts.chart_png(charts.plot_hockey_stick, inputs.sized.latency, first.target_utilisation,
-                               inputs.sized.operating_latency_s)),
-        Chart("backtest-error", "Forecast backtest error",
-              "Rolling-origin backtest sMAPE of every candidate model; red: the one the forecast uses.",
-              charts.chart_png(charts.plot_backtest_error, _backtest(fc), fc.attrs.get("model", ""))),
+              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,))),
+        Chart("cost-by-option", "Fleet cost by option",
+              "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
+              charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
+        Chart("latency-utilisation", "Latency against utilisation, per pool",
+              "Mean latency as utilisation rises (service time = the pool's measured mean latency); the dot is the "
+              "target utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
+              _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
+                                                                    p.sized.operating_latency_s))),
+        Chart("backtest-error", "Forecast backtest error, per pool",
+              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses.",
+              _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
+                                                                      p.forecast.attrs.get("model", "")))),
     ]
     for ev in inputs.slos:
         key = "slo-" + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
@@ -116,15 +165,59 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
     return out
 
 
+def _summary(values: list[str]) -> str:
+    unique = list(dict.fromkeys(values))
+    return unique[0] if len(unique) == 1 else ", ".join(unique)
+
+
 def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
     """Arrange the stage results as a validated :class:`PlanReport`."""
-    cfg = inputs.cfg
+    plans = inputs.pools
+    shared = inputs.fleet.commitments
+    reserved = "; ".join(f"{c.reserved_gpus} {gpu} GPU(s) shared by {', '.join(c.per_pool_reserved_gpus)} "
+                         f"(per-pool commitment would reserve {sum(c.per_pool_reserved_gpus.values())}; sharing saves "
+                         f"{c.saving_usd:,.0f} USD over the horizon)" for gpu, c in shared.items())
+    forecast = pd.concat([p.forecast.assign(pool=p.name).set_index("pool", append=True) for p in plans])
+    forecast = forecast.reset_index(level="pool")
     return PlanReport(
-        month=inputs.months[0], generated_at_utc=inputs.generated_at_utc, gpu_type=cfg.sizing.gpu,
-        model_name=cfg.sizing.model, headline=headline(inputs),
-        recommended_reserved_gpus=int(inputs.costs["P50"].reserved_gpus), budget=budget(inputs),
-        assumptions=inputs.assumptions, charts=chart_list,
-        tables=_tables(inputs), notes=list(inputs.notes), forecast=inputs.forecast)
+        month=inputs.months[0], generated_at_utc=inputs.generated_at_utc,
+        gpu_type=_summary([p.gpu for p in plans]),
+        model_name=f"{len(plans)} pool(s) ({', '.join(f'{p.name}: {p.pool.model}' for p in plans)})",
+        headline=headline(inputs), recommended_reserved_gpus=int(sum(c.reserved_gpus for c in shared.values())),
+        budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
+        tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
+        summary=summary(inputs))
+
+
+def summary(inputs: ReportInputs) -> dict:
+    """Per-pool results and the fleet's totals as plain data (``plan.json``, ``capplan plan --json``)."""
+    head = headline(inputs)
+    records = lambda frame: frame.drop(columns="pool").to_dict(orient="records")  # noqa: E731
+    pools = []
+    for p, row in zip(inputs.pools, pool_table(inputs.pools).to_dict(orient="records")):
+        pools.append({**row, "months": records(head[head["pool"] == p.name]),
+                      "reserved_gpus": int(p.costs["P50"].reserved_gpus),
+                      "candidates": p.choice.rows() if p.choice is not None else None})
+    return {"month": inputs.months[0], "pools": pools, "totals": records(head[head["pool"] == FLEET]),
+            "fleet_p90": "sum of the pools' P90s (an upper band)",
+            "commitments": inputs.fleet.commitment_table().to_dict(orient="records")}
+
+
+def pool_table(plans: tuple[PoolPlan, ...]) -> pd.DataFrame:
+    """One row per pool: what it serves, how it is built, its measured mix and what binds at the first P50 peak."""
+    rows = []
+    for p in plans:
+        f, m = p.sized.first_p50, p.measured
+        rows.append({"pool": p.name, "models": ", ".join(p.pool.models), "architecture": p.pool.model,
+                     "gpu_type": p.gpu, "tensor_parallel": int(f.tensor_parallel), "precision": p.spec.weights_dtype,
+                     "target_utilisation": float(f.target_utilisation), "input_tokens": m.input_tokens_per_request,
+                     "output_tokens": m.output_tokens_per_request, "latency_s": m.latency_s,
+                     "kv_tokens": m.kv_tokens_per_sequence, "burst_ratio": m.burst_ratio,
+                     "gpus_throughput": f.gpus_by_throughput, "gpus_memory": f.gpus_by_memory,
+                     "binding": f.binding_constraint, "binding_margin_gpus": f.binding_margin_gpus,
+                     "gpus_p50": int(f.total_gpus), "interruptible_share": p.interruptible_share,
+                     "throughput_source": p.throughput_source})
+    return pd.DataFrame(rows)
 
 
 def _tables(inputs: ReportInputs) -> list[Table]:
@@ -135,10 +228,32 @@ def _tables(inputs: ReportInputs) -> list[Table]:
     n_episodes = len(episodes)
     if n_episodes > MAX_EPISODES_LISTED:
         episodes = episodes.nlargest(MAX_EPISODES_LISTED, "budget_spent_fraction").sort_values("start")
-    fleet = inputs.sized.months[["month", "qps_p10", "qps_p50", "qps_p90", "gpus_throughput", "gpus_memory", "binding"]]
-    return [
-        Table("Demand and constraints by month", fleet,
-              "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs]."),
+    demand = pd.concat([p.sized.months[["month", "qps_p10", "qps_p50", "qps_p90", "gpus_throughput", "gpus_memory",
+                                        "binding"]].assign(pool=p.name) for p in inputs.pools], ignore_index=True)
+    demand = demand[["pool", *demand.columns.drop("pool")]]
+    out = [
+        Table("Pools", pool_table(inputs.pools),
+              "Each pool at its first month's P50 design peak: its measured mix (tokens/request, latency [s], KV "
+              "tokens per sequence, burst ratio), the GPUs each constraint alone needs [GPUs], what binds and by how "
+              "much; throughput source 'assumed' = the GPU catalogue's rates."),
+        Table("Demand and constraints by month", demand,
+              "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs], "
+              "per pool."),
+        Table("Commitment across pools", inputs.fleet.commitment_table(),
+              "Reserved GPUs of one type are interchangeable between its pools: R* optimised on the summed hourly "
+              "P50 need (interactive part) against each pool committing alone; horizon cost of reserved + "
+              "on-demand [USD]. The budget prices each pool with its own commitment (the per-pool column)."),
+    ]
+    for p in inputs.pools:
+        if p.choice is not None:
+            saving = p.choice.saving_usd_per_month
+            out.append(Table(f"GPU choice: {p.name}", pd.DataFrame(p.choice.rows()),
+                             f"Every catalogue GPU and TP degree the model fits on (brute force), sized at the first "
+                             f"month's P50 peak and priced at the commit level [USD/month]; chosen: "
+                             f"{p.choice.chosen.gpu} TP {p.choice.chosen.tensor_parallel}"
+                             + (f", {saving:,.0f} USD/month cheaper than the next best." if saving is not None
+                                else ".")))
+    return out + [
         Table("SLO status", slo, "SLI and remaining error budget over each SLO's rolling window [fraction]."),
         Table("Alert episodes", episodes.astype({c: str for c in ("start", "end") if c in episodes}),
               f"Spans in which a multi-window burn-rate alert would have fired (UTC): {n_episodes} in all"
@@ -146,6 +261,11 @@ def _tables(inputs: ReportInputs) -> list[Table]:
                  else ".")),
         Table("Drift findings", inputs.drift.findings, inputs.drift.caption),
     ]
+
+
+def _fleet_long(inputs: ReportInputs) -> pd.DataFrame:
+    return pd.concat([p.sized.months[["month", "gpus_p50"]].assign(pool=p.name) for p in inputs.pools],
+                     ignore_index=True)
 
 
 def _levels(fc: pd.DataFrame) -> list[int]:
@@ -158,9 +278,10 @@ def _backtest(fc: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "error_pct"])
 
 
-def _cost_long(p: CostPlan) -> pd.DataFrame:
-    return pd.DataFrame([{"month": m.month, "option": o, "cost_usd": getattr(m, f"cost_usd_{o}")}
-                         for m in p.months for o in OPTIONS])
+def _cost_long(inputs: ReportInputs) -> pd.DataFrame:
+    rows = pd.DataFrame([{"month": m.month, "option": o, "cost_usd": getattr(m, f"cost_usd_{o}")}
+                         for p in inputs.pools for m in p.costs["P50"].months for o in OPTIONS])
+    return rows.groupby(["month", "option"], sort=False, as_index=False)["cost_usd"].sum()
 
 
 def _draw_tokens(axes: list, token_hist: pd.DataFrame) -> None:

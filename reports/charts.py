@@ -128,6 +128,34 @@ def plot_gpus_by_month(ax: Axes, sizing: pd.DataFrame) -> list[Any]:
     return artists
 
 
+def plot_fleet_gpus(ax: Axes, by_pool: pd.DataFrame, fleet: pd.DataFrame) -> list[Any]:
+    """The fleet's GPUs per month at P50, stacked by pool, with the fleet's P90 as a whisker.
+
+    Parameters
+    ----------
+    by_pool : pandas.DataFrame
+        ``month``, ``pool``, ``gpus_p50`` [count].
+    fleet : pandas.DataFrame
+        ``month``, ``gpus_p50``, ``gpus_p90`` (sums over pools) [count].
+    """
+    months = list(fleet["month"].astype(str))
+    x = np.arange(len(months))
+    bottom = np.zeros(len(months))
+    artists: list[Any] = []
+    for pool, rows in by_pool.groupby("pool", sort=False):
+        gpus = rows.set_index("month")["gpus_p50"].reindex(months).fillna(0).to_numpy(float)
+        artists.append(ax.bar(x, gpus, bottom=bottom, width=0.6, label=str(pool)))
+        bottom += gpus
+    p50, p90 = fleet["gpus_p50"].to_numpy(float), fleet["gpus_p90"].to_numpy(float)
+    artists.append(ax.errorbar(x, p50, yerr=np.vstack([np.zeros_like(p50), p90 - p50]), fmt="none", ecolor="k",
+                               capsize=4, label="fleet P90 (sum of pools)"))
+    ax.set_xticks(x, months)
+    ax.set_xlabel("Month")
+    ax.set_ylabel("GPUs [count]")
+    ax.legend(loc="upper left", fontsize="small")
+    return artists
+
+
 def plot_cost_by_option(ax: Axes, cost: pd.DataFrame) -> list[Any]:
     """Monthly cost of each purchasing option, grouped by month.
 

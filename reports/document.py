@@ -16,18 +16,30 @@ from pandera.typing import Series
 
 MONTH_REGEX = r"^\d{4}-(0[1-9]|1[0-2])$"
 BINDINGS = ("throughput", "memory")
+#: ``binding`` of a fleet row whose pools bind on different constraints.
+MIXED = "mixed"
+#: ``pool`` of the fleet's total rows, and ``gpu_type`` of rows over several GPU types.
+FLEET, ALL_GPUS = "total", "all"
 SOURCES = ("measured", "assumed")
 
 
 class HeadlineSchema(pa.DataFrameModel):
-    """One row per month of the horizon: the numbers a reader needs first."""
+    """One row per month and pool, and the fleet's total per month (``pool == "total"``): the numbers a reader needs first.
 
-    month: Series[str] = pa.Field(str_matches=MONTH_REGEX, unique=True)
+    The fleet's GPUs and cost are sums over pools; its P90 is the sum of the pools' P90s (an upper band).
+    """
+
+    pool: Series[str]
+    month: Series[str] = pa.Field(str_matches=MONTH_REGEX)
+    gpu_type: Series[str]
     gpus_p50: Series[int] = pa.Field(ge=0)
     gpus_p90: Series[int] = pa.Field(ge=0)
     cost_usd_p50: Series[float] = pa.Field(ge=0)
     cost_usd_p90: Series[float] = pa.Field(ge=0)
-    binding: Series[str] = pa.Field(isin=BINDINGS)
+    binding: Series[str] = pa.Field(isin=[*BINDINGS, MIXED])
+
+    class Config:
+        unique = ["pool", "month"]
 
     @pa.dataframe_check(error="gpus_p90 must be >= gpus_p50")
     def p90_not_below_p50(cls, df: pd.DataFrame) -> Series[bool]:
@@ -35,7 +47,9 @@ class HeadlineSchema(pa.DataFrameModel):
 
 
 class BudgetSchema(pa.DataFrameModel):
-    """The finance table: per month and GPU type, GPUs and GPU-hours and cost per option.
+    """The finance table: per month, pool and GPU type, GPUs and GPU-hours and cost per option.
+
+    Each month also has a total row (``pool == "total"``, ``gpu_type == "all"``), the sum of its pool rows.
 
     Besides the fixed columns it has ``gpu_hours_<option>`` [GPU-h] and
     ``cost_usd_<option>`` [USD] for each purchasing option; ``total_cost_usd``
@@ -43,6 +57,7 @@ class BudgetSchema(pa.DataFrameModel):
     """
 
     month: Series[str] = pa.Field(str_matches=MONTH_REGEX)
+    pool: Series[str]
     gpu_type: Series[str]
     gpus_p50: Series[int] = pa.Field(ge=0)
     gpus_p90: Series[int] = pa.Field(ge=0)
@@ -54,6 +69,15 @@ class BudgetSchema(pa.DataFrameModel):
     def total_adds_up(cls, df: pd.DataFrame) -> Series[bool]:
         parts = df.filter(regex=r"^cost_usd_").sum(axis=1)
         return (parts - df["total_cost_usd"]).abs() <= 0.01 + 1e-9 * df["total_cost_usd"].abs()
+
+    @pa.dataframe_check(error="each month's total row must equal the sum of its pool rows")
+    def totals_sum_pools(cls, df: pd.DataFrame) -> bool:
+        if "pool" not in df or not (df["pool"] == FLEET).any():
+            return True
+        numeric = df.select_dtypes("number").columns
+        pools = df[df["pool"] != FLEET].groupby("month")[numeric].sum()
+        total = df[df["pool"] == FLEET].set_index("month")[numeric].reindex(pools.index)
+        return bool(((pools - total).abs() <= 0.01 + 1e-9 * pools.abs()).all().all())
 
 
 class AssumptionSchema(pa.DataFrameModel):
@@ -105,6 +129,8 @@ class PlanReport:
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     forecast: pd.DataFrame | None = None
+    reserved_summary: str = ""
+    summary: dict = field(default_factory=dict)  # per-pool results and totals as plain data (``plan.json``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))
@@ -115,8 +141,12 @@ class PlanReport:
 
     @property
     def binding_summary(self) -> str:
-        """One sentence naming what binds the fleet size over the horizon."""
-        counts = self.headline["binding"].value_counts()
-        if len(counts) == 1:
-            return f"{counts.index[0]} binds in every month of the horizon"
-        return ", ".join(f"{b} binds in {n} month(s)" for b, n in counts.items())
+        """One sentence naming what binds each pool over the horizon."""
+        rows = self.headline[self.headline["pool"] != FLEET] if "pool" in self.headline else self.headline
+        parts = []
+        for pool, frame in rows.groupby("pool", sort=False) if "pool" in rows else [("", rows)]:
+            counts = frame["binding"].value_counts()
+            what = (f"{counts.index[0]} binds in every month of the horizon" if len(counts) == 1
+                    else ", ".join(f"{b} binds in {n} month(s)" for b, n in counts.items()))
+            parts.append(f"{pool}: {what}" if pool else what)
+        return "; ".join(parts)

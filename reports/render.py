@@ -26,7 +26,7 @@ from capplan.reports.document import PlanReport
 #: Files a report folder always holds (charts go to ``charts/<key>.png``).
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
 
-_FIXED_HEADERS = {"month": "Month", "gpu_type": "GPU type", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
+_FIXED_HEADERS = {"month": "Month", "pool": "Pool", "throughput_source": "Throughput source", "gpu_type": "GPU type", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
                   "total_cost_usd": "Total cost [USD]", "total_cost_usd_p10": "Total cost P10 [USD]",
                   "total_cost_usd_p90": "Total cost P90 [USD]"}
 
@@ -146,6 +146,9 @@ def write_report(report: PlanReport, out_dir: Path, resolved_config: dict[str, A
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         write_budget_csv(report.budget, staging / "budget.csv")
         write_budget_xlsx(report.budget, report.assumptions, staging / "budget.xlsx")
+        if report.summary:
+            (staging / "plan.json").write_text(json.dumps(report.summary, indent=2, default=str) + "\n",
+                                               encoding="utf-8")
         if report.forecast is not None:
             report.forecast.rename_axis("hour_utc").to_csv(staging / "forecast.csv")
         (staging / "config.json").write_text(json.dumps(resolved_config, indent=2, default=str) + "\n",

@@ -79,6 +79,7 @@ create table if not exists partition_request_mix_hourly (
 create table if not exists partition_kv_tokens_hourly (
     partition_id integer   not null,  -- partition_ledger.partition_id
     hour_utc     timestamp not null,  -- start of the hour, UTC
+    model        varchar   not null,  -- a pool's KV quantile is over its own models (capplan/plan/pools.py)
     kv_tokens    bigint    not null,  -- input + output tokens of a 2xx request [tokens]
     requests     bigint    not null   -- 2xx requests with exactly that many [requests]
 );

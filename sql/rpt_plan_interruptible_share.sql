@@ -21,6 +21,8 @@ recent as (
             or coalesce(list_contains($tenants::varchar[], m.tenant), false) as is_interruptible
     from request_mix as m, span as s
     where m.hour_utc > s.window_after_utc
+      -- $pool_models: the requests of one pool (null: every model)
+      and ($pool_models::varchar[] is null or list_contains($pool_models::varchar[], m.model))
 ),
 
 final as (

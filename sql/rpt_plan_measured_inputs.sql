@@ -1,6 +1,7 @@
 -- the request-mix figures the monthly plan measures from the logs, over the most recent
 -- $window_days days of data: the $window_days x 24 UTC hours ending with the hour of the newest
--- request, all models together. reads the mergeable roll-ups `plan_request_mix_hourly`
+-- request, the models in $models (null: all models; a pool's models, capplan/plan/pools.py). the
+-- window is the same for every pool: it ends with the newest request of any model. reads the mergeable roll-ups `plan_request_mix_hourly`
 -- (sql/int_plan_request_mix_hourly.sql) and `plan_kv_tokens_hourly` (sql/int_plan_kv_tokens_hourly.sql),
 -- of `requests` and of stored partitions alike; rows of one key may repeat (partitions sharing an hour).
 -- successful requests only (2xx): failed ones are not the work the fleet is sized for.
@@ -26,12 +27,14 @@ recent as (
     select m.*
     from request_mix as m, span as s
     where m.hour_utc > s.window_after_utc
+      and ($models::varchar[] is null or list_contains($models::varchar[], m.model))
 ),
 
 kv_recent as (
     select kv_tokens, sum(requests) as requests
     from kv_counts as k, span as s
     where k.hour_utc > s.window_after_utc
+      and ($models::varchar[] is null or list_contains($models::varchar[], k.model))
     group by kv_tokens
 ),
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -51,7 +52,9 @@ def register(app: typer.Typer) -> None:
         prefect_environment(verbose)
         folder, seconds = _run_with_progress(cfg, month)
         if json_out:
-            print_json({"report_dir": folder, "seconds": round(seconds, 1)})
+            plan_file = Path(folder) / "plan.json"  # per-pool results and totals (reports.assemble.summary)
+            results = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+            print_json({"report_dir": folder, "seconds": round(seconds, 1), **results})
         else:
             console.print(f"[bold green]report:[/] {folder}/report.html  ({seconds:.1f} s)", highlight=False)
 

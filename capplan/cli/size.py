@@ -101,15 +101,29 @@ def size(
         None, "--retention-days", min=0, help="Also size request-log storage kept this long. [days]"),
     log_bytes_per_token: float = typer.Option(4.0, "--log-bytes-per-token", min=0, help="Stored bytes per token. [B/token]"),
     config: Path | None = CONFIG_OPTION,
+    pools: bool = typer.Option(
+        False, "--pools", help="Size every [[pools]] entry of --config at this load, each with its own model, GPU "
+                               "(\"auto\": cheapest at the reserved rate), TP and headroom; flags other than the "
+                               "load are ignored."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Size a GPU fleet from a few numbers: throughput vs KV-cache memory, then headroom."""
     from capplan.sizing.catalogue import CatalogueError
     from capplan.sizing.fleet import size_fleet
 
-    settings = load(config).sizing
+    cfg = load(config)
+    settings = cfg.sizing
     try:
         average_qps, peak = _demand(requests_per_day, peak_to_avg, peak_qps)
+        if pools:
+            results = _size_pools(cfg, peak, latency_s, output_tokens, input_tokens, kv_tokens, average_qps)
+            if as_json:
+                print_json([{"pool": name, **r.to_dict()} for name, r in results])
+            else:
+                for name, r in results:
+                    _print_table(r.rows(), title=f"Pool {name}: {r.total_gpus} {r.gpu} GPUs "
+                                 f"(TP {r.tensor_parallel}, {r.binding_constraint} binds)")
+            return
         # the flags override [sizing] by name: the same builder as the plan's, FleetSpec fields only
         spec = settings.fleet_spec(
             gpu=gpu, model=model, gpu_output_tokens_per_s=gpu_output_tokens_per_s,
@@ -134,6 +148,39 @@ def size(
         return
     _print_table(result.rows() + storage, title=f"Fleet sizing: {result.total_gpus} GPUs "
                  f"({result.binding_constraint} binds)")
+
+
+def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_tokens: float,
+                kv_tokens: float | None, average_qps: float | None) -> list:
+    """``(pool, FleetSizing)`` for every pool of ``cfg`` at one load (:func:`capplan.plan.pools.config_pools`).
+
+    An automatic GPU is the cheapest candidate at the reserved rate for the whole month
+    (GPUs × reserved USD/GPU-h × 730 h): a what-if has no hourly forecast to commit on.
+    """
+    from capplan.plan.pools import config_pools, gpu_options, pool_fleet_spec
+    from capplan.sizing.choice import SizedOption, choose_gpu
+    from capplan.sizing.cost.prices import load_price_book
+    from capplan.sizing.fleet import operating_latency_s, size_fleet
+
+    book = load_price_book(cfg.cost.price_book)
+    load_terms = dict(peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
+                      input_tokens_per_request=input_tokens, kv_tokens_per_sequence=kv_tokens, average_qps=average_qps)
+    out = []
+    for pool in config_pools(cfg):
+        gpu, tp = pool.gpu, None
+        if pool.is_auto:
+            def fit(g, t, pool=pool):
+                try:
+                    f = size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, g, t))
+                except ValueError:
+                    return None
+                return SizedOption(f.total_gpus, f.tensor_parallel, f.binding_constraint, operating_latency_s(f))
+            chosen = choose_gpu(gpu_options(cfg, pool), fit, lambda g, o: o.gpus * 730.0 * book.gpu(g)
+                                .reserved_usd_per_gpu_hour(cfg.cost.reserved_term),
+                                latency_target_s=pool.latency_target_s).chosen
+            gpu, tp = chosen.gpu, chosen.tensor_parallel
+        out.append((pool.name, size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, gpu, tp))))
+    return out
 
 
 def register(app: typer.Typer) -> None:

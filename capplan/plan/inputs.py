@@ -92,20 +92,21 @@ def burst_ratio(hourly: pd.DataFrame, quantile: float = 0.5) -> float:
 
 
 def measure_interruptible_share(con: duckdb.DuckDBPyConnection, cost: CostConfig, *,
-                                window_days: int) -> float | None:
+                                window_days: int, models: list[str] | None = None) -> float | None:
     """Share of successful requests that tolerate spot interruption, measured (``sql/rpt_plan_interruptible_share``). [fraction]
 
     With ``[cost].interruptible_models`` or ``interruptible_tenants`` set, it is the
     share of successful requests in the last ``window_days`` days (whole UTC hours) to
     a listed model or from a listed tenant; 0 without such requests. ``None`` when
-    neither is listed: nothing to measure, the assumed share applies.
+    neither is listed: nothing to measure, the assumed share applies. ``models`` limits the
+    requests counted to one pool's log models (``None``: every model).
     """
     if not cost.interruptible_models and not cost.interruptible_tenants:
         return None
     with rollup_views(con, _REQUEST_MIX) as cur:
         share, _requests = cur.execute(sql.load("rpt_plan_interruptible_share"), {
             "window_days": window_days, "models": list(cost.interruptible_models),
-            "tenants": list(cost.interruptible_tenants)}).fetchone()
+            "tenants": list(cost.interruptible_tenants), "pool_models": models}).fetchone()
     return float(share)
 
 
@@ -116,11 +117,13 @@ def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None
     return cost.interruptible_share
 
 
-def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig) -> MeasuredInputs:
+def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig,
+                   models: list[str] | None = None) -> MeasuredInputs:
     """Measure the request mix over the last ``[report].measured_window_days`` days (``sql/rpt_plan_measured_inputs``).
 
     A database fed by partitioned roll-ups only measures the same figures (see the module).
-    ``hourly`` is the profile's hourly traffic, for :func:`burst_ratio`.
+    ``hourly`` is the profile's hourly traffic, for :func:`burst_ratio`. ``models`` limits every
+    figure to one pool's log models (``None``: all models); the window is the fleet's either way.
 
     Raises
     ------
@@ -130,7 +133,8 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
     window_days = cfg.report.measured_window_days
     with rollup_views(con, _REQUEST_MIX | _KV_TOKENS) as cur:
         row = cur.execute(sql.load("rpt_plan_measured_inputs"), {
-            "window_days": window_days, "kv_quantile": cfg.report.kv_tokens_quantile}).df().iloc[0]
+            "window_days": window_days, "kv_quantile": cfg.report.kv_tokens_quantile,
+            "models": models}).df().iloc[0]
     if not row["requests"]:
         raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
                          "ingest logs first")
@@ -142,5 +146,5 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=float(row["latency_s"]),
         kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly),
-        interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days),
+        interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
         kv_tokens_quantile=cfg.report.kv_tokens_quantile)

@@ -326,3 +326,66 @@ def optimal_commitment(
         reserved_gpus=best, candidates_gpus=candidates, cost_by_reserved_usd=cost,
         duration_fraction=fraction, duration_gpus=gpus,
         break_even_fraction=reserved_usd_per_gpu_hour / on_demand_usd_per_gpu_hour, hours=hours)
+
+
+@dataclass(frozen=True)
+class SharedCommitment:
+    """Reserved GPUs of one type shared by several pools, against each pool committing alone.
+
+    Attributes
+    ----------
+    reserved_gpus : int
+        R* of the summed hourly need of the pools. [GPUs]
+    cost_usd : float
+        Reserved + on-demand horizon cost of the summed need at that R*. [USD]
+    per_pool_reserved_gpus : dict of str to int
+        Each pool's own R*. [GPUs]
+    per_pool_cost_usd : float
+        The sum of each pool's own optimal horizon cost. [USD]
+    """
+
+    reserved_gpus: int
+    cost_usd: float
+    per_pool_reserved_gpus: dict[str, int]
+    per_pool_cost_usd: float
+
+    @property
+    def saving_usd(self) -> float:
+        """What sharing saves: per-pool cost − shared cost (>= 0). [USD]"""
+        return self.per_pool_cost_usd - self.cost_usd
+
+
+def shared_commitment(need_by_pool: dict[str, ArrayLike], *, reserved_usd_per_gpu_hour: float,
+                      on_demand_usd_per_gpu_hour: float) -> SharedCommitment:
+    """The reserved count for pools of one GPU type, optimised on their summed hourly need.
+
+    .. math:: R^*_{shared} = \\arg\\min_R R p_r H + p_{od} \\sum_t \\max(0, \\textstyle\\sum_p n_{p,t} - R)
+
+    Reserved GPUs of one type are interchangeable between its pools, so the pools' peaks that do
+    not coincide share reserved GPUs. Never dearer than committing per pool: ``R = Σ_p R*_p`` is
+    one of the shared candidates, and ``max(0, Σ_p n_p − Σ_p R_p) <= Σ_p max(0, n_p − R_p)``.
+
+    Parameters
+    ----------
+    need_by_pool : dict of str to array_like
+        Each pool's hourly need over the same hours. [GPUs]
+
+    Raises
+    ------
+    ValueError
+        If there is no pool, or the pools' series differ in length.
+    """
+    if not need_by_pool:
+        raise ValueError("shared_commitment needs at least one pool")
+    needs = {name: validate_need_gpus(n, f"need_gpus of pool {name!r}") for name, n in need_by_pool.items()}
+    lengths = {n.size for n in needs.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"the pools' hourly needs must cover the same hours; lengths {sorted(lengths)}")
+    prices = {"reserved_usd_per_gpu_hour": reserved_usd_per_gpu_hour,
+              "on_demand_usd_per_gpu_hour": on_demand_usd_per_gpu_hour}
+    alone = {name: optimal_commitment(n, **prices) for name, n in needs.items()}
+    shared = optimal_commitment(np.sum(list(needs.values()), axis=0), **prices)
+    return SharedCommitment(
+        reserved_gpus=shared.reserved_gpus, cost_usd=shared.cost_usd,
+        per_pool_reserved_gpus={name: c.reserved_gpus for name, c in alone.items()},
+        per_pool_cost_usd=float(sum(c.cost_usd for c in alone.values())))

@@ -22,13 +22,14 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _headline() -> pd.DataFrame:
-    return pd.DataFrame({"month": ["2026-12", "2027-01"], "gpus_p50": [4, 5], "gpus_p90": [5, 7],
+    return pd.DataFrame({"pool": ["chat", "chat"], "month": ["2026-12", "2027-01"],
+                         "gpu_type": ["H100-SXM-80GB"] * 2, "gpus_p50": [4, 5], "gpus_p90": [5, 7],
                          "cost_usd_p50": [9_000.0, 11_000.0], "cost_usd_p90": [11_000.0, 15_000.0],
                          "binding": ["throughput", "memory"]})
 
 
 def _budget() -> pd.DataFrame:
-    b = pd.DataFrame({"month": ["2026-12", "2027-01"], "gpu_type": ["H100-SXM-80GB"] * 2,
+    b = pd.DataFrame({"month": ["2026-12", "2027-01"], "pool": ["chat", "chat"], "gpu_type": ["H100-SXM-80GB"] * 2,
                       "gpus_p50": [4, 5], "gpus_p90": [5, 7],
                       "gpu_hours_reserved": [2232.0, 2232.0], "gpu_hours_on_demand": [600.0, 1300.0],
                       "cost_usd_reserved": [4_000.0, 4_000.0], "cost_usd_on_demand": [5_000.0, 7_000.0]})
@@ -125,6 +126,8 @@ def test_gpus_by_month_stacks_headroom_on_the_binding_need():
     ("headline", _headline().assign(binding=["cpu", "memory"])),  # unknown binding
     ("headline", _headline().assign(month=["2026-13", "2027-01"])),
     ("budget", _budget().assign(total_cost_usd=1.0)),            # total does not add up
+    ("budget", pd.concat([_budget(), _budget().assign(pool="total", gpu_type="all", gpus_p50=1)], ignore_index=True)),  # total row != pools
+    ("headline", pd.concat([_headline(), _headline()], ignore_index=True)),          # a pool's month twice
     ("budget", _budget().assign(cost_usd_on_demand=-5.0, total_cost_usd=lambda d: d.cost_usd_reserved - 5)),
     ("assumptions", _assumptions().assign(source=["guessed", "assumed"])),
 ])
@@ -153,9 +156,9 @@ def test_html_escapes_every_string_from_logs_and_embeds_charts():
 def test_markdown_escapes_pipes_and_tags_and_keeps_tables_whole():
     md = render_markdown(_report())
     assert "<script>" not in md and "\\|tenant" in md
-    head = next(line for line in md.splitlines() if line.startswith("| Month | GPUs P50"))
-    rows = [line for line in md.splitlines() if line.startswith("| 2026-12 | 4 | 5 |")]
-    assert head.count(" | ") == 5 and rows[0].count(" | ") == 5
+    head = next(line for line in md.splitlines() if line.startswith("| Pool | Month | GPU type | GPUs P50"))
+    rows = [line for line in md.splitlines() if line.startswith("| chat | 2026-12 | H100-SXM-80GB | 4 | 5 |")]
+    assert head.count(" | ") == 7 and rows[0].count(" | ") == 7
     assert "![Latency vs utilisation](charts/hockey.png)" in md
 
 

@@ -1,0 +1,246 @@
+"""Serving pools: the config's ``[[pools]]`` (or one pool per log model) resolved into whole pools.
+
+A pool is a set of log models served by replicas of one architecture on one GPU type. Every
+setting a ``[[pools]]`` entry leaves out is the ``[sizing]`` value (``interruptible_share``:
+``[cost]``'s). Without ``[[pools]]`` each log model is its own pool; a log model the model
+catalogue does not know is sized as ``[sizing].model`` and named in the report
+(:attr:`Pool.default_architecture`). A log model no pool serves is an error naming it and the
+config line that would fix it.
+
+:func:`pool_fleet_spec` is the one place a pool's :class:`~capplan.sizing.fleet.FleetSpec` is built
+(for its plan and for every candidate of an automatic GPU choice); a measured or modelled
+throughput (``capplan/plan/throughput.py``) plugs in there. :func:`pool_traffic` sums the
+profile's hourly traffic over a pool's models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from capplan.config import ANY_MODEL, AUTO, CapplanConfig, PoolConfig
+from capplan.plan.inputs import MeasuredInputs
+from capplan.profile import ALL_MODELS, hourly_traffic
+from capplan.sizing.catalogue import load_gpus, load_models
+from capplan.sizing.cost.prices import load_price_book
+from capplan.sizing.fleet import FleetSpec
+from capplan.sizing.memory import TENSOR_PARALLEL_DEGREES
+
+#: Where a pool's per-GPU throughput comes from until the throughput estimate is plugged in
+#: (:func:`pool_fleet_spec`): the GPU catalogue's ASSUMED rates.
+THROUGHPUT_SOURCE = "assumed"
+#: Tensor-parallel degrees an automatic choice tries: one node of up to 8 GPUs. [GPUs/replica]
+AUTO_TENSOR_PARALLEL = tuple(d for d in TENSOR_PARALLEL_DEGREES if d <= 8)
+#: :class:`~capplan.config.PoolConfig` fields copied onto the pool's FleetSpec when set.
+_SPEC_FIELDS = ("target_utilisation", "wait_target_s", "spares", "zones", "zones_lost", "growth_safety_factor",
+                "rollout_surge_fraction", "warm_pool_gpus")
+
+
+class PoolError(ValueError):
+    """The pools do not cover the log models, or a ``[[pools]]`` entry contradicts another."""
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One resolved pool.
+
+    Attributes
+    ----------
+    name : str
+        Pool name (report rows, file names).
+    models : tuple of str
+        The log models it serves (present in the logs).
+    model : str
+        Catalogue architecture it is sized as.
+    gpu : str
+        GPU catalogue key, or ``"auto"``.
+    tensor_parallel : int, "auto" or None
+        GPUs per replica; ``None``: the smallest degree that fits.
+    settings : dict
+        FleetSpec settings that differ from ``[sizing]`` (headroom, precision).
+    interruptible_share : float or None
+        The pool's spot share when set; else measured or ``[cost]``'s. [fraction]
+    latency_target_s : float or None
+        Mean latency an automatic GPU choice must meet. [s]
+    default_architecture : bool
+        True when ``model`` is ``[sizing].model`` because nothing named the architecture.
+    origin : str
+        Where the pool came from, for messages (``[[pools]] #2 name = "chat"`` or ``one pool per log model``).
+    """
+
+    name: str
+    models: tuple[str, ...]
+    model: str
+    gpu: str
+    tensor_parallel: int | str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    interruptible_share: float | None = None
+    latency_target_s: float | None = None
+    default_architecture: bool = False
+    origin: str = "one pool per log model"
+
+    @property
+    def is_auto(self) -> bool:
+        """Whether the GPU type (or the TP degree among several) is chosen by :func:`capplan.sizing.choice.choose_gpu`."""
+        return self.gpu == AUTO
+
+
+def resolve_pools(cfg: CapplanConfig, log_models: list[str]) -> list[Pool]:
+    """The pools that serve ``log_models`` (the models in the logs), in config order.
+
+    Raises
+    ------
+    PoolError
+        A log model no pool serves (naming the model and the line to add), a model named by
+        two pools, two ``"*"`` pools, a repeated pool name, or no pool with traffic.
+    """
+    log_models = sorted(set(log_models) - {ALL_MODELS})
+    if not cfg.pools:
+        known = load_models(cfg.sizing.model_catalogue)
+        known_lower = {k.lower() for k in known}
+        return [Pool(name=m, models=(m,), model=m if m.lower() in known_lower else cfg.sizing.model,
+                     gpu=cfg.sizing.gpu, tensor_parallel=cfg.sizing.tensor_parallel,
+                     default_architecture=m.lower() not in known_lower) for m in log_models]
+    names = [p.name for p in cfg.pools]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise PoolError(f"[[pools]] name {repeated[0]!r} is used by more than one pool; pool names must be unique")
+    wildcard = [p.name for p in cfg.pools if ANY_MODEL in p.models]
+    if len(wildcard) > 1:
+        raise PoolError(f'[[pools]] {wildcard[0]!r} and {wildcard[1]!r} both list models = ["*"]; only one pool '
+                        "may take the models no other pool names")
+    owner: dict[str, str] = {}
+    for p in cfg.pools:
+        for m in (p.models or [p.name]):
+            if m == ANY_MODEL:
+                continue
+            if m in owner:
+                raise PoolError(f"log model {m!r} is listed by two pools, {owner[m]!r} and {p.name!r}; "
+                                "a model is served by exactly one pool")
+            owner[m] = p.name
+    unserved = [m for m in log_models if m not in owner]
+    if unserved and not wildcard:
+        m = unserved[0]
+        raise PoolError(
+            f"log model {m!r} is served by no pool: add it to a pool, e.g. models = [..., {m!r}] under "
+            f"[[pools]] name = {cfg.pools[0].name!r}, or add a pool that takes the rest: "
+            f'[[pools]] name = "rest", models = ["*"]'
+            + (f" (also unserved: {', '.join(unserved[1:])})" if len(unserved) > 1 else ""))
+    pools = []
+    for i, p in enumerate(cfg.pools, start=1):
+        listed = [m for m in (p.models or [p.name]) if m != ANY_MODEL]
+        served = tuple(m for m in log_models if m in listed or (ANY_MODEL in p.models and m in unserved))
+        if not served:
+            continue  # no traffic in the logs: nothing to forecast (named by unused_pools)
+        pools.append(_pool_of(cfg, i, p, served))
+    if not pools:
+        raise PoolError(f"no [[pools]] entry serves a model in the logs ({', '.join(log_models) or 'none'})")
+    return pools
+
+
+def _pool_of(cfg: CapplanConfig, i: int, p: PoolConfig, served: tuple[str, ...]) -> Pool:
+    """The :class:`Pool` of ``[[pools]]`` entry ``i`` (1-based) serving ``served``; unset fields from ``[sizing]``."""
+    settings = {name: getattr(p, name) for name in _SPEC_FIELDS if getattr(p, name) is not None}
+    if p.precision is not None:
+        settings |= {"weights_dtype": p.precision, "kv_dtype": p.precision}
+    return Pool(
+        name=p.name, models=served, model=p.model or cfg.sizing.model, gpu=p.gpu or cfg.sizing.gpu,
+        tensor_parallel=p.tensor_parallel if p.tensor_parallel is not None else cfg.sizing.tensor_parallel,
+        settings=settings, interruptible_share=p.interruptible_share, latency_target_s=p.latency_target_s,
+        default_architecture=p.model is None, origin=f"[[pools]] #{i} name = {p.name!r}")
+
+
+def config_pools(cfg: CapplanConfig) -> list[Pool]:
+    """Every ``[[pools]]`` entry as a pool, without logs (``capplan size --pools``): each serves the models it lists.
+
+    Without ``[[pools]]``, one pool of the ``[sizing]`` settings, named after ``[sizing].model``.
+    """
+    if not cfg.pools:
+        return [Pool(name=cfg.sizing.model, models=(cfg.sizing.model,), model=cfg.sizing.model, gpu=cfg.sizing.gpu,
+                     tensor_parallel=cfg.sizing.tensor_parallel, origin="[sizing]")]
+    return [_pool_of(cfg, i, p, tuple(p.models or [p.name])) for i, p in enumerate(cfg.pools, start=1)]
+
+
+def unused_pools(cfg: CapplanConfig, pools: list[Pool]) -> list[str]:
+    """Names of ``[[pools]]`` entries that serve no model in the logs (left out of the plan)."""
+    kept = {p.name for p in pools}
+    return [p.name for p in cfg.pools if p.name not in kept]
+
+
+def pool_notes(pools: list[Pool]) -> list[str]:
+    """Report notes: every log model sized with the default architecture."""
+    return [f"pool {p.name}: log model(s) {', '.join(p.models)} sized as the default architecture {p.model} "
+            "([sizing].model): name its architecture with model = ... under [[pools]]"
+            for p in pools if p.default_architecture]
+
+
+def pool_fleet_spec(cfg: CapplanConfig, pool: Pool, gpu: str | None = None, tensor_parallel: int | None = None,
+                    measured: MeasuredInputs | None = None) -> FleetSpec:
+    """The :class:`~capplan.sizing.fleet.FleetSpec` of ``pool`` on ``gpu`` × ``tensor_parallel``.
+
+    ``gpu`` and ``tensor_parallel`` default to the pool's (for an automatic pool, the
+    candidate being sized). The one builder of a pool's sizing record: the per-GPU
+    throughput is the catalogue's (:data:`THROUGHPUT_SOURCE`) until a throughput estimate
+    from ``measured`` load tests or a performance model is plugged in here.
+    """
+    gpu = gpu or pool.gpu
+    if gpu == AUTO:
+        raise ValueError(f"pool {pool.name!r} has gpu = \"auto\": size it on a candidate GPU (choose_pool_gpu)")
+    tp = tensor_parallel if tensor_parallel is not None else pool.tensor_parallel
+    return cfg.sizing.fleet_spec(gpu=gpu, model=pool.model, tensor_parallel=None if tp == AUTO else tp,
+                                 **pool.settings)
+
+
+def gpu_options(cfg: CapplanConfig, pool: Pool) -> list[tuple[str, int | None]]:
+    """The (GPU, TP) pairs an automatic pool tries: every catalogue GPU the price book prices, and every TP
+    degree when TP is auto too (a GPU without a price cannot be compared, so it is not a candidate).
+
+    A fixed GPU with ``tensor_parallel = "auto"`` is one option, the smallest degree that fits (``None``).
+    """
+    gpus = priced_gpus(cfg) if pool.is_auto else [pool.gpu]
+    if pool.tensor_parallel == AUTO and pool.is_auto:
+        return [(g, tp) for g in gpus for tp in AUTO_TENSOR_PARALLEL]
+    tp = None if pool.tensor_parallel in (None, AUTO) else int(pool.tensor_parallel)
+    return [(g, tp) for g in gpus]
+
+
+def priced_gpus(cfg: CapplanConfig) -> list[str]:
+    """GPU catalogue keys that the price book prices, sorted."""
+    return sorted(set(load_gpus(cfg.sizing.gpu_catalogue)) & set(load_price_book(cfg.cost.price_book).gpus))
+
+
+def pool_traffic(by_model: pd.DataFrame, pool: Pool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Hourly traffic of a pool, summed over its models, and its daily peak and mean.
+
+    ``by_model`` is :func:`capplan.profile.hourly_traffic` of every model. Per hour:
+    ``avg_qps`` and ``concurrency_littles`` add exactly (L = Σ λ_m W_m); ``peak_second_qps``
+    and ``concurrency_measured_peak`` add to an upper band (the models' peaks need not
+    coincide), so a pool of several models errs towards a larger burst ratio. An hour is a
+    gap only when every model of the pool lacks it; a model's hours outside its span add 0.
+    """
+    rows = by_model[by_model["model"].isin(pool.models)]
+    if rows.empty:
+        raise PoolError(f"pool {pool.name!r}: no hourly traffic for its models {', '.join(pool.models)}")
+    measures = ["avg_qps", "peak_second_qps", "concurrency_littles", "concurrency_measured_peak"]
+    wide = rows.pivot_table(index="hour_utc", columns="model", values=measures, aggfunc="sum", dropna=False)
+    hours = pd.date_range(rows["hour_utc"].min(), rows["hour_utc"].max(), freq="h", name="hour_utc")
+    hourly = pd.DataFrame({m: wide[m].astype(float).reindex(hours).sum(axis=1, min_count=1) for m in measures})
+    gaps = rows.pivot_table(index="hour_utc", columns="model", values="is_gap", aggfunc="all").reindex(hours)
+    hourly["is_gap"] = gaps.fillna(True).astype(bool).all(axis=1)
+    hourly = hourly.reset_index()
+    daily = hourly.groupby(hourly["hour_utc"].dt.floor("D").rename("day")).agg(
+        peak_qps=("peak_second_qps", "max"), avg_qps=("avg_qps", "mean")).reset_index()
+    return hourly, daily
+
+
+def read_model_traffic(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> pd.DataFrame:
+    """Hourly traffic of every log model (not ``__all__``) from the profile roll-ups, read-only."""
+    hourly = hourly_traffic(con, empty_hours=cfg.profile.empty_hours)
+    return hourly[hourly["model"] != ALL_MODELS].reset_index(drop=True)
+
+
+__all__ = ["AUTO_TENSOR_PARALLEL", "THROUGHPUT_SOURCE", "Pool", "PoolError", "config_pools", "gpu_options", "pool_fleet_spec",
+           "pool_notes", "pool_traffic", "priced_gpus", "read_model_traffic", "resolve_pools", "unused_pools"]

@@ -1,0 +1,98 @@
+"""Pool resolution (config → pools), the one FleetSpec builder, and a pool's summed traffic."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from capplan.config import ConfigError, parse_config
+from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, gpu_options, pool_fleet_spec, pool_notes,
+                                pool_traffic, priced_gpus, resolve_pools, unused_pools)
+from capplan.sizing.catalogue import load_gpus
+
+LOG_MODELS = ["llama-3.1-70b", "llama-3.1-8b", "my-finetune"]
+
+
+def test_without_pools_each_log_model_is_its_own_pool_and_unknown_ones_are_named():
+    cfg = parse_config({"sizing": {"gpu": "A100-SXM-80GB", "spares": 2}})
+    pools = resolve_pools(cfg, LOG_MODELS + ["__all__"])
+    assert [(p.name, p.models, p.model, p.gpu) for p in pools] == [
+        ("llama-3.1-70b", ("llama-3.1-70b",), "llama-3.1-70b", "A100-SXM-80GB"),
+        ("llama-3.1-8b", ("llama-3.1-8b",), "llama-3.1-8b", "A100-SXM-80GB"),
+        ("my-finetune", ("my-finetune",), "llama-3.1-8b", "A100-SXM-80GB")]  # [sizing].model, flagged
+    assert [p.default_architecture for p in pools] == [False, False, True]
+    (note,) = pool_notes(pools)
+    assert "my-finetune" in note and "llama-3.1-8b" in note and "[[pools]]" in note
+    assert pool_fleet_spec(cfg, pools[0]).spares == 2  # [sizing] is every pool's default
+
+
+def test_pools_take_their_models_the_wildcard_the_rest_and_settings_override_sizing():
+    cfg = parse_config({"sizing": {"zones": 2}, "pools": [
+        {"name": "big", "models": ["llama-3.1-70b"], "model": "llama-3.1-70b", "tensor_parallel": 4,
+         "precision": "fp8", "spares": 0, "interruptible_share": 0.5},
+        {"name": "rest", "models": ["*"], "model": "llama-3.1-8b", "gpu": "L40S-48GB"},
+        {"name": "idle", "models": ["not-in-logs"]}]})
+    pools = resolve_pools(cfg, LOG_MODELS)
+    assert [(p.name, p.models) for p in pools] == [("big", ("llama-3.1-70b",)),
+                                                   ("rest", ("llama-3.1-8b", "my-finetune"))]
+    assert unused_pools(cfg, pools) == ["idle"]
+    big = pool_fleet_spec(cfg, pools[0])
+    assert (big.model.key, big.gpu.key, big.tensor_parallel, big.weights_dtype, big.kv_dtype, big.spares,
+            big.zones) == ("llama-3.1-70b", "H100-SXM-80GB", 4, "fp8", "fp8", 0, 2)
+    assert pools[0].interruptible_share == 0.5 and pools[1].interruptible_share is None
+    assert pool_fleet_spec(cfg, pools[1]).gpu.key == "L40S-48GB"
+
+
+def test_a_log_model_no_pool_serves_is_an_error_naming_it_and_the_fix():
+    cfg = parse_config({"pools": [{"name": "big", "models": ["llama-3.1-70b"]}]})
+    with pytest.raises(PoolError, match=r"'llama-3.1-8b' is served by no pool.*models = \[\.\.\., 'llama-3.1-8b'\]"
+                                        r".*name = 'big'.*models = \[\"\*\"\].*also unserved: my-finetune"):
+        resolve_pools(cfg, LOG_MODELS)
+
+
+@pytest.mark.parametrize(("pools", "message"), [
+    ([{"name": "a", "models": ["x"]}, {"name": "b", "models": ["x"]}], "listed by two pools"),
+    ([{"name": "a", "models": ["*"]}, {"name": "b", "models": ["*"]}], "both list"),
+    ([{"name": "a", "models": ["x"]}, {"name": "a", "models": ["y"]}], "more than one pool"),
+])
+def test_contradicting_pools_are_errors(pools, message):
+    with pytest.raises(PoolError, match=message):
+        resolve_pools(parse_config({"pools": pools}), ["x", "y"])
+
+
+def test_bad_pool_fields_are_config_errors():
+    with pytest.raises(ConfigError, match="pools.0.tensor_parallel"):
+        parse_config({"pools": [{"name": "a", "tensor_parallel": "most"}]})
+    with pytest.raises(ConfigError, match="pools.0.colour"):
+        parse_config({"pools": [{"name": "a", "colour": "red"}]})
+
+
+def test_auto_gpu_tries_every_catalogue_gpu_and_with_auto_tp_every_degree():
+    cfg = parse_config({"pools": [{"name": "a", "gpu": "auto", "tensor_parallel": "auto"},
+                                  {"name": "b", "gpu": "auto"}, {"name": "c", "tensor_parallel": "auto"}]})
+    a, b, c = resolve_pools(cfg, ["a", "b", "c"])
+    gpus = ["A100-SXM-80GB", "H100-SXM-80GB", "H200-141GB", "L40S-48GB"]  # catalogue GPUs the price book prices
+    assert set(gpus) < set(load_gpus())
+    assert gpus == priced_gpus(cfg)
+    assert gpu_options(cfg, a) == [(g, tp) for g in gpus for tp in AUTO_TENSOR_PARALLEL]
+    assert gpu_options(cfg, b) == [(g, None) for g in gpus]  # the smallest degree that fits each
+    assert gpu_options(cfg, c) == [("H100-SXM-80GB", None)]
+    with pytest.raises(ValueError, match="auto"):
+        pool_fleet_spec(cfg, a)
+
+
+def test_pool_traffic_sums_its_models_hour_by_hour():
+    hours = pd.date_range("2026-11-01", periods=3, freq="h")
+    rows = []
+    for model, qps, start in (("x", 1.0, 0), ("y", 2.0, 1), ("z", 9.0, 0)):
+        for h in hours[start:]:
+            rows.append({"hour_utc": h, "model": model, "avg_qps": qps, "peak_second_qps": 3 * qps,
+                         "concurrency_littles": qps * 2, "concurrency_measured_peak": 4 * qps, "is_gap": False})
+    by_model = pd.DataFrame(rows)
+    cfg = parse_config({"pools": [{"name": "p", "models": ["x", "y"]}, {"name": "q", "models": ["z"]}]})
+    p, _ = resolve_pools(cfg, ["x", "y", "z"])
+    hourly, daily = pool_traffic(by_model, p)
+    assert hourly["avg_qps"].tolist() == [1.0, 3.0, 3.0]  # y starts an hour later: it adds 0 before
+    assert hourly["concurrency_littles"].tolist() == [2.0, 6.0, 6.0]
+    assert hourly["peak_second_qps"].tolist() == [3.0, 9.0, 9.0]  # an upper band of the pool's busiest second
+    assert not hourly["is_gap"].any() and daily["avg_qps"].iloc[0] == pytest.approx(7 / 3)
