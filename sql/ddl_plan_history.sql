@@ -15,6 +15,7 @@ create table if not exists plan_months (
     month               varchar not null,      -- YYYY-MM
     pool                varchar not null,      -- the pool, or '__fleet__' for the fleet total
     gpu                 varchar,               -- the pool's GPU type
+    tensor_parallel     integer,               -- GPUs per replica
     requests_p10        double,                -- forecast requests in the month [requests]
     requests_p50        double,
     requests_p90        double,

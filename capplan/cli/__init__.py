@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "forecast",
     "loadtest",
     "perf",
+    "backtest",
 ]
 
 app = typer.Typer(

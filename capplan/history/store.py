@@ -34,6 +34,7 @@ class PlanMonths(pa.DataFrameModel):
     month: Series[str] = pa.Field(str_matches=r"^\d{4}-(0[1-9]|1[0-2])$")
     pool: Series[str]
     gpu: Series[str] = pa.Field(nullable=True)
+    tensor_parallel: Series[float] = pa.Field(ge=1, nullable=True)
     requests_p10: Series[float] = pa.Field(ge=0, nullable=True)
     requests_p50: Series[float] = pa.Field(ge=0, nullable=True)
     requests_p90: Series[float] = pa.Field(ge=0, nullable=True)
