@@ -3,7 +3,8 @@
 Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
 folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
 roll-ups (the one step that writes them) → profile → measure → forecast
-→ size (per pool) → cost (fleet totals, shared commitment) → SLO → drift → charts → report → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
+→ size (per pool) → cost (fleet totals, shared commitment) → SLO → drift → earlier plans against what happened → charts → report → record the plan
+(``plan_runs``/``plan_months``) → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
 loaded, the profile refreshes only what changed, and the report folder is replaced whole.
@@ -23,7 +24,8 @@ from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
 from capplan.flows.tasks import (announce, build_report, check_slos, cost_fleet, draw_charts, find_drift,
                                  forecast_qps, measure_request_mix, notify_flow, profile_traffic, publish_artifacts,
-                                 refresh_profile, size_pools, write_report_files)
+                                 record_plan, refresh_profile, size_pools, write_report_files,
+                                 compare_earlier_plans)
 from capplan.plan.pools import pool_notes, unused_pools
 from capplan.reports.assemble import ReportInputs
 
@@ -55,13 +57,16 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     fleet = cost_fleet(plans, config)
     slos = check_slos(config)
     drift = find_drift(config)
+    earlier = compare_earlier_plans(config, pools, months)
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, by_pool=by_pool, fleet=fleet,
                           assumptions=assumptions_table(config, {f"{name}: {k}": v for name, m in measured.items()
                                                                  for k, v in m.table().items()}),
                           slos=slos, drift=drift,
-                          generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
+                          generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes),
+                          earlier=earlier)
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)
+    record_plan(config, fleet, months)
     publish_artifacts(report, folder)
     print(f"capacity plan {report.month} written to {folder}")
     return str(folder)

@@ -25,6 +25,7 @@ from prefect.cache_policies import NONE
 
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
+from capplan.history.compare import EarlierPlans
 from capplan.plan import evidence, inputs, pool_plan, pools, traffic
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
@@ -32,8 +33,8 @@ from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
 
 #: Stage names in run order, as the progress display shows them.
-STAGES = ("ingest", "refresh-profile", "profile", "measure", "forecast", "size", "cost", "slo", "drift", "charts", "report", "report-files",
-          "artifacts")
+STAGES = ("ingest", "refresh-profile", "profile", "measure", "forecast", "size", "cost", "slo", "drift",
+          "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
 
 
 
@@ -157,6 +158,28 @@ def draw_charts(inputs: assemble.ReportInputs) -> list:
 def build_report(inputs: assemble.ReportInputs, charts: list) -> PlanReport:
     """Assemble and validate the report: headline, budget, assumptions, evidence."""
     return assemble.build_report(inputs, charts)
+
+
+@_stage("earlier-plans", retries=2)
+def compare_earlier_plans(cfg: CapplanConfig, resolved: list[pools.Pool], months: list[str]) -> EarlierPlans:
+    """Earlier plans' months against what their traffic needed (the report's "How earlier plans did")."""
+    from capplan.history.compare import earlier_plans_variance
+
+    return earlier_plans_variance(cfg.database.path, cfg, resolved, months[0])
+
+
+@_stage("record-plan", retries=2)
+def record_plan(cfg: CapplanConfig, fleet_: pool_plan.FleetPlan, months: list[str]) -> str:
+    """Store what this plan decided (``plan_runs``, ``plan_months``) so later reports can hold it to account."""
+    from capplan.history.record import plan_months_frame
+    from capplan.history.store import new_run, record_plan as store
+
+    spans = [(p.measured.first_ts_utc, p.measured.last_ts_utc) for p in fleet_.pools]
+    run = new_run(months[0], len(months), dump_config(cfg), data_from_utc=min(a for a, _ in spans),
+                  data_to_utc=max(b for _, b in spans))
+    with connect(cfg.database.path) as con:
+        store(con, run, plan_months_frame(fleet_, months))
+    return run.run_id
 
 
 @_stage("report-files", retries=2)

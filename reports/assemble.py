@@ -17,6 +17,7 @@ import pandas as pd
 
 from capplan.config import CapplanConfig
 from capplan.plan.evidence import DriftEvidence, SloEvidence
+from capplan.history.compare import EarlierPlans
 from capplan.plan.pool_plan import FleetPlan, PoolPlan
 from capplan.reports import charts
 from capplan.reports.document import ALL_GPUS, FLEET, MIXED, Chart, PlanReport, Table
@@ -43,6 +44,7 @@ class ReportInputs:
     drift: DriftEvidence
     generated_at_utc: str
     notes: tuple[str, ...] = ()
+    earlier: EarlierPlans | None = None  # capplan.history.compare: earlier plans against what happened
 
     @property
     def pools(self) -> tuple[PoolPlan, ...]:
@@ -186,7 +188,8 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         headline=headline(inputs), recommended_reserved_gpus=int(sum(c.reserved_gpus for c in shared.values())),
         budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
         tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
-        summary=summary(inputs))
+        summary=summary(inputs),
+        variance=inputs.earlier.variance if inputs.earlier is not None else None)
 
 
 def summary(inputs: ReportInputs) -> dict:
@@ -260,7 +263,34 @@ def _tables(inputs: ReportInputs) -> list[Table]:
               + (f"; the {MAX_EPISODES_LISTED} that spent the most budget are listed." if n_episodes > len(episodes)
                  else ".")),
         Table("Drift findings", inputs.drift.findings, inputs.drift.caption),
+        earlier_plans_table(inputs.earlier),
     ]
+
+
+#: The columns of "How earlier plans did", in the order printed.
+VARIANCE_COLUMNS = ("month", "pool", "planned_requests_p50", "actual_requests", "planned_peak_qps_p90",
+                    "actual_peak_qps", "planned_gpus_p50", "planned_gpus_p90", "actual_gpus_needed",
+                    "planned_cost_usd", "actual_cost_usd", "variance_volume_usd", "variance_token_mix_usd",
+                    "variance_price_usd", "requests_in_band", "peak_in_band", "complete")
+
+
+def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
+    """"How earlier plans did": each earlier month's plan against what its traffic needed."""
+    frame = pd.DataFrame(columns=list(VARIANCE_COLUMNS))
+    if earlier is not None and not earlier.variance.empty:
+        frame = earlier.variance[list(VARIANCE_COLUMNS)]
+    caption = ("Each month that an earlier plan (the latest made before the month began) covered and the logs now "
+               "observe: planned P50 requests and P90 design peak [requests/s] against what came; the GPUs that "
+               "traffic needed, sized the same way on the planned GPU type [GPUs]; its cost with the planned "
+               "reserved GPUs against the planned P50 cost [USD], the difference split exactly into volume, "
+               "token mix (GPU-hours per request) and price (USD per GPU-hour); whether the actual fell inside "
+               "P10–P90. A partial month compares only its observed hours.")
+    if frame.empty:
+        caption = ("No earlier plan covers a month the logs observe yet: this plan is stored, and next month's "
+                   "report compares it with what happened.")
+    if earlier is not None and earlier.notes:
+        caption += " Not compared: " + "; ".join(earlier.notes) + "."
+    return Table("How earlier plans did", frame, caption)
 
 
 def _fleet_long(inputs: ReportInputs) -> pd.DataFrame:

@@ -131,6 +131,7 @@ class PlanReport:
     forecast: pd.DataFrame | None = None
     reserved_summary: str = ""
     summary: dict = field(default_factory=dict)  # per-pool results and totals as plain data (``plan.json``)
+    variance: pd.DataFrame | None = None  # earlier plans against actuals (capplan.history.variance.PlanVariance)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))

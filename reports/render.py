@@ -109,8 +109,10 @@ def write_budget_csv(budget: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def write_budget_xlsx(budget: pd.DataFrame, assumptions: pd.DataFrame, path: Path) -> Path:
-    """Write the finance table (sheet ``budget``) and the assumptions (sheet ``assumptions``) as XLSX.
+def write_budget_xlsx(budget: pd.DataFrame, assumptions: pd.DataFrame, path: Path,
+                      variance: pd.DataFrame | None = None) -> Path:
+    """Write the finance table (sheet ``budget``), the assumptions (``assumptions``) and, when earlier plans
+    can be compared, their ``planned_*``/``actual_*``/``variance_*`` columns (sheet ``variance``) as XLSX.
 
     Cells are numeric with a thousands format; the header row is frozen and columns sized to fit.
     """
@@ -118,6 +120,8 @@ def write_budget_xlsx(budget: pd.DataFrame, assumptions: pd.DataFrame, path: Pat
     with pd.ExcelWriter(path, engine="openpyxl") as writer:
         table.to_excel(writer, sheet_name="budget", index=False)
         assumptions.to_excel(writer, sheet_name="assumptions", index=False)
+        if variance is not None and not variance.empty:
+            variance.to_excel(writer, sheet_name="variance", index=False)
         sheet = writer.sheets["budget"]
         sheet.freeze_panes = "A2"
         for idx, column in enumerate(table.columns, start=1):
@@ -145,7 +149,7 @@ def write_report(report: PlanReport, out_dir: Path, resolved_config: dict[str, A
         (staging / "report.html").write_text(render_html(report), encoding="utf-8")
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")
         write_budget_csv(report.budget, staging / "budget.csv")
-        write_budget_xlsx(report.budget, report.assumptions, staging / "budget.xlsx")
+        write_budget_xlsx(report.budget, report.assumptions, staging / "budget.xlsx", report.variance)
         if report.summary:
             (staging / "plan.json").write_text(json.dumps(report.summary, indent=2, default=str) + "\n",
                                                encoding="utf-8")

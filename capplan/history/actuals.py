@@ -8,8 +8,9 @@ parallelism that were planned, with the pool's headroom — exactly the sizing t
 to a forecast hour. The month's cost at that need keeps the plan's reserved GPUs (a commitment
 is bought before the month) and buys the rest on demand or spot, as the plan would have.
 
-Hours the logs do not observe (logging gaps, or the month's end not yet reached) count neither
-as need nor as idle: the month is ``complete`` only when every hour is observed.
+Hours the logs do not observe (an hour no model logged in: a logging gap, or the month's end
+not yet reached) count neither as need nor as idle; the month is ``complete`` only when every
+hour is observed. In an observed hour, a pool whose models logged nothing had no traffic.
 """
 
 from __future__ import annotations
@@ -86,9 +87,14 @@ def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool,
     period = pd.Period(month, freq="M")
     hours = pd.date_range(period.start_time, period.end_time.floor("h"), freq="h")
     part = hourly.set_index("hour_utc").reindex(hours)
-    observed = part["avg_qps"].notna() & ~part["is_gap"].fillna(True).astype(bool)
+    # A logging gap is fleet-wide: an hour is observed when any model logged in it. In an observed hour
+    # a pool without rows had no traffic (a sparse model's quiet hour is a zero, not missing data).
+    logged = by_model.loc[~by_model["is_gap"].astype(bool) & by_model["avg_qps"].notna(), "hour_utc"]
+    observed = pd.Series(hours.isin(pd.DatetimeIndex(logged.unique())), index=hours)
     if not observed.any():
         return None
+    part["avg_qps"] = part["avg_qps"].where(part["avg_qps"].notna() & ~part["is_gap"].fillna(True).astype(bool),
+                                            0.0)
     measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
     spec = pool_fleet_spec(cfg, pool, gpu, tensor_parallel, measured)
     qps = measured.burst_ratio * part["avg_qps"].where(observed).to_numpy(float)  # [requests/s]
