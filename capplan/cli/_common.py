@@ -70,9 +70,9 @@ def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyCon
 
 CLUSTER_OPTION = typer.Option(
     None, "--cluster", help="Roll partitioned sources up in this process (none) or in parallel on a Dask cluster "
-                            "(dask); default: \\[cluster].task_runner.")
+                            "(dask); default: [cluster].task_runner.")
 SCHEDULER_OPTION = typer.Option(
-    None, "--scheduler-address", help="Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: \\[cluster].scheduler_address, "
+    None, "--scheduler-address", help="Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: [cluster].scheduler_address, "
                                       "else a LocalCluster on this machine).")
 
 

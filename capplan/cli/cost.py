@@ -153,13 +153,14 @@ def _print_table(summary: dict[str, Any]) -> None:
 def _write_rows(path: Path, plan: CostPlan) -> None:
     import csv
 
+    from capplan.reports.escaping import spreadsheet_text
     from capplan.sizing.cost.plan import ROW_COLUMNS
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=ROW_COLUMNS)
         writer.writeheader()
-        writer.writerows(plan.rows())
+        writer.writerows({k: spreadsheet_text(v) for k, v in row.items()} for row in plan.rows())
 
 
 def register(app: typer.Typer) -> None:

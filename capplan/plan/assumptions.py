@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from capplan.config import CapplanConfig, field_unit
+from capplan.reports.formatting import format_number
 
 #: Config sections whose every field the assumptions table lists as assumed.
 ASSUMED_SECTIONS = ("forecast", "sizing", "cost", "profile")
@@ -35,7 +36,7 @@ def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return format_number(value)  # 20,370 tokens, not 2.037e+04
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     return str(value)
