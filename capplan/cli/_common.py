@@ -101,6 +101,9 @@ def run_partitioned(cfg: CapplanConfig, as_json: bool = False, db: Path | None =
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from capplan.partitioned import PartitionError
     from capplan.flows.partitioned import run_partitioned_rollup
+    from capplan.runtime import tie_temporary_server_to_this_process
+
+    tie_temporary_server_to_this_process()
 
     cfg = cfg.model_copy(update={"database": cfg.database.model_copy(update={"path": db_path(cfg, db)})})
     try:
