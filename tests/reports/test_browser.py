@@ -61,6 +61,17 @@ class DevTools:
                     return event
 
 
+#: Window widths every report page must fit without sideways scrolling of the page itself. [px]
+PAGE_WIDTHS_PX = (1300, 800)
+_OVERFLOW_JS = """(() => {
+  const width = document.documentElement.clientWidth;
+  const wide = Array.from(document.querySelectorAll('body *'))
+    .filter(e => e.getBoundingClientRect().right > width + 1 && !e.closest('.wide'))
+    .map(e => e.tagName + (e.id ? '#' + e.id : '') + ' ' + (e.textContent || '').trim().slice(0, 40));
+  return {scroll_width: document.documentElement.scrollWidth, client_width: width, wide: wide.slice(0, 10)};
+})()"""
+
+
 async def _inspect(ws_url: str, page: Path, screenshot: Path) -> dict:
     import websockets
 
@@ -80,14 +91,23 @@ async def _inspect(ws_url: str, page: Path, screenshot: Path) -> dict:
         title = (await dt.call("Runtime.evaluate", returnByValue=True, expression="document.title"))["result"]["value"]
         shot = await dt.call("Page.captureScreenshot", format="png")
         screenshot.write_bytes(base64.b64decode(shot["data"]))
+        widths = {}
+        for width in PAGE_WIDTHS_PX:  # lay the page out at each window width; keep a screenshot of each
+            await dt.call("Emulation.setDeviceMetricsOverride", width=width, height=2600, deviceScaleFactor=1,
+                          mobile=False)
+            widths[width] = (await dt.call("Runtime.evaluate", returnByValue=True,
+                                           expression=_OVERFLOW_JS))["result"]["value"]
+            shot = await dt.call("Page.captureScreenshot", format="png")
+            screenshot.with_name(f"{screenshot.stem}-{width}px.png").write_bytes(base64.b64decode(shot["data"]))
         errors = [e for e in dt.events if e.get("method") == "Runtime.exceptionThrown"
                   or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
                   or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
-        return {"images": images, "headline": headline, "title": title, "errors": errors}
+        return {"images": images, "headline": headline, "title": title, "errors": errors, "widths": widths}
 
 
 def inspect_in_chromium(page: Path, screenshot: Path, profile_dir: Path) -> dict:
-    """Open ``page`` in headless Chromium; return its images, headline text, title and console errors."""
+    """Open ``page`` in headless Chromium; return its images, headline text, title, console errors and, per
+    width in :data:`PAGE_WIDTHS_PX`, the page's scroll and client widths and the elements sticking out."""
     proc = subprocess.Popen([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", "about:blank"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own group, so stopping it stops its helpers
@@ -126,3 +146,14 @@ def test_report_html_renders_in_chromium_without_errors(planned_report, tmp_path
     assert f"Recommended reserved commitment: {reserved:.0f} " in text
     assert result["title"].startswith(f"Capacity plan {folder.name}")
     assert (folder / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package 'chromium'; .ci/run installs it)")
+def test_report_html_fits_1300_and_800_pixel_windows(planned_report, tmp_path: Path):
+    """Tables scroll inside their box or wrap: the page itself never scrolls sideways (issue 20)."""
+    folder, _ = planned_report
+    result = inspect_in_chromium(folder / "report.html", tmp_path / "fit.png", tmp_path / "chromium-profile")
+    for width, layout in result["widths"].items():
+        assert layout["client_width"] <= width
+        assert layout["scroll_width"] <= layout["client_width"], (width, layout)
+        assert layout["wide"] == [], (width, layout)
