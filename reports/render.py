@@ -30,6 +30,7 @@ from capplan.reports.formatting import column_label, format_number
 #: Files a report folder always holds (charts go to ``charts/<key>.png``).
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
 
+
 def budget_header(column: str) -> str:
     """The spreadsheet header of a budget column, e.g. ``cost_usd_on_demand`` -> ``Cost on-demand [USD]``."""
     return column_label(column)
@@ -76,20 +77,14 @@ def _md_table(frame: pd.DataFrame) -> MarkdownSafe:
     return MarkdownSafe("\n".join([head, rule, *body]))
 
 
-def _md_finalize(value: Any) -> str:
-    # Every {{ }} of the Markdown template goes through md_escape unless the renderer built it (MarkdownSafe).
-    return md_escape(value)
-
-
 @cache
 def _environment(kind: str) -> Environment:
-    # HTML autoescapes every {{ }}; Markdown escapes every {{ }} through `finalize`: both by default.
+    # Both escape every {{ }} by default: HTML by autoescaping, Markdown by `finalize` (md_escape leaves
+    # only the renderer's own MarkdownSafe tables as they are).
     env = Environment(loader=PackageLoader("capplan.reports", "templates"), autoescape=(kind == "html"),
                       undefined=StrictUndefined, keep_trailing_newline=True,
-                      finalize=_md_finalize if kind == "md" else None)
+                      finalize=md_escape if kind == "md" else None)
     env.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
-    env.filters["num"] = format_number
-    env.filters["md_path"] = lambda path: MarkdownSafe(path)  # a link target the renderer made (charts/<key>.png)
     env.globals["table"] = _html_table if kind == "html" else _md_table
     return env
 
