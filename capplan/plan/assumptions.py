@@ -35,8 +35,6 @@ def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return format_number(value)  # 20,370 tokens, not 2.037e+04
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
-    return str(value)
+    return format_number(value)  # 20,370 tokens, not 2.037e+04; a non-number as str(value)
