@@ -14,7 +14,8 @@ from typing import Any
 
 #: Headers of the columns the report's tables show, with their units.
 COLUMN_LABELS = {
-    "month": "Month", "gpu_type": "GPU type", "binding": "What binds", "model": "Model", "metric": "Metric",
+    "month": "Month", "pool": "Pool", "throughput_source": "Throughput source", "gpu_type": "GPU type",
+    "binding": "What binds", "model": "Model", "metric": "Metric",
     "name": "Name", "slo": "SLO", "severity": "Severity", "rules": "Rules",
     "gpus_p10": "GPUs P10", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
     "qps_p10": "Design peak QPS P10 [requests/s]", "qps_p50": "Design peak QPS P50 [requests/s]",
