@@ -52,6 +52,7 @@ def plot_qps_forecast(ax: Axes, history_qps: pd.Series, forecast: pd.DataFrame,
                                        color=COLOURS["band"], alpha=0.15 + 0.15 * i, lw=0,
                                        label=f"{level}% interval"))
     artists += ax.plot(forecast.index, forecast["mean"], lw=0.8, color=COLOURS["p50"], label="forecast (P50)")
+    pad_single_instant(ax, [*history_qps.index, *forecast.index])
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Mean QPS per hour [requests/s]")
     ax.legend(loc="upper left", fontsize="small")
@@ -69,6 +70,7 @@ def plot_peak_to_average(ax: Axes, daily: pd.DataFrame) -> list[Any]:
     ratio = daily["peak_qps"] / daily["avg_qps"].where(daily["avg_qps"] > 0)
     artists = list(ax.plot(pd.to_datetime(daily["day"]), ratio, marker=".", lw=0.8, color=COLOURS["p50"]))
     artists.append(ax.axhline(float(ratio.median()), ls="--", color="0.5", lw=0.8, label="median"))
+    pad_single_instant(ax, daily["day"])
     ax.set_xlabel("Day [UTC]")
     ax.set_ylabel("Peak-to-average QPS [ratio]")
     ax.legend(loc="upper left", fontsize="small")
@@ -124,7 +126,7 @@ def plot_gpus_by_month(ax: Axes, sizing: pd.DataFrame) -> list[Any]:
     ax.set_xticks(x, sizing["month"].astype(str))
     ax.set_xlabel("Month")
     ax.set_ylabel("GPUs [count]")
-    ax.legend(loc="upper left", fontsize="small")
+    legend_above(ax)
     return artists
 
 
@@ -175,7 +177,7 @@ def plot_cost_by_option(ax: Axes, cost: pd.DataFrame) -> list[Any]:
     ax.set_xlabel("Month")
     ax.set_ylabel("Cost [USD/month]")
     ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:,.0f}")
-    ax.legend(loc="upper left", fontsize="small")
+    legend_above(ax)
     return artists
 
 
@@ -226,6 +228,7 @@ def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list
         width = mdates.date2num(pd.to_datetime(episodes["end"])) - start
         artists.append(ax.broken_barh(list(zip(start, width)), (0, 1), transform=ax.get_xaxis_transform(),
                                       color=COLOURS["chosen"], alpha=0.25, label="alert episode"))
+    pad_single_instant(ax, burn["period_end_utc"])
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Error budget remaining [fraction]")
     if len(episodes):
@@ -252,6 +255,24 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     ax.set_xlabel("Backtest sMAPE [%]")
     ax.set_ylabel("Model")
     return artists
+
+
+def legend_above(ax: Axes) -> Any:
+    """Put the legend in one row above the plotting area, so it can never cover a bar or a line."""
+    handles, _labels = ax.get_legend_handles_labels()
+    return ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(len(handles), 1), fontsize="small",
+                     frameon=False, borderaxespad=0, handlelength=1.2, columnspacing=1.0)
+
+
+def pad_single_instant(ax: Axes, times: Any, pad: pd.Timedelta = pd.Timedelta(days=1)) -> None:
+    """With fewer than two distinct ``times`` on a date axis, show ``pad`` either side of the one point.
+
+    matplotlib's default range for a single date spans years, which puts one lonely dot in the middle.
+    """
+    distinct = pd.to_datetime(pd.Series(list(times)), utc=True).dropna().unique()
+    if len(distinct) == 1:
+        t = pd.Timestamp(distinct[0]).tz_convert(None)
+        ax.set_xlim(t - pad, t + pad)
 
 
 def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1,

@@ -1,9 +1,10 @@
 """Render a :class:`~reports.document.PlanReport` to HTML, Markdown, CSV and XLSX, and write its folder.
 
-The HTML is one self-contained file: charts are embedded as base64 PNG and the
-jinja2 environment autoescapes, so a model or tenant name taken from the logs
-(``<script>`` included) is shown as text. The Markdown escapes table-breaking
-characters the same way. The finance files hold numbers as numbers.
+The HTML is one self-contained file: charts are embedded as base64 PNG. Both
+jinja2 environments escape every ``{{ }}`` by default (:mod:`capplan.reports.escaping`:
+HTML by autoescaping, Markdown through ``finalize``), so a name from the config or
+the logs (``<script>``, ``[x](javascript:...)``, ``![img](...)``) is shown as text.
+The finance files hold numbers as numbers and every string as literal text (no formula).
 """
 
 from __future__ import annotations
@@ -17,28 +18,22 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from capplan.reports.document import PlanReport
+from capplan.reports.escaping import MarkdownSafe, html_escape, md_escape, spreadsheet_text
+from capplan.reports.formatting import column_label, format_number
 
 #: Files a report folder always holds (charts go to ``charts/<key>.png``).
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
 
-_FIXED_HEADERS = {"month": "Month", "pool": "Pool", "throughput_source": "Throughput source", "gpu_type": "GPU type", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
-                  "total_cost_usd": "Total cost [USD]", "total_cost_usd_p10": "Total cost P10 [USD]",
-                  "total_cost_usd_p90": "Total cost P90 [USD]"}
-
 
 def budget_header(column: str) -> str:
     """The spreadsheet header of a budget column, e.g. ``cost_usd_on_demand`` -> ``Cost on-demand [USD]``."""
-    if column in _FIXED_HEADERS:
-        return _FIXED_HEADERS[column]
-    for prefix, label, unit in (("gpu_hours_", "GPU-hours", "GPU-h"), ("cost_usd_", "Cost", "USD")):
-        if column.startswith(prefix):
-            return f"{label} {column.removeprefix(prefix).replace('_', '-')} [{unit}]"
-    return column
+    return column_label(column)
 
 
 def finance_table(budget: pd.DataFrame) -> pd.DataFrame:
@@ -49,46 +44,47 @@ def finance_table(budget: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns=budget_header)
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        if abs(value) < 1:
-            return f"{value:.4g}"  # fractions (SLO targets, p-values) keep their digits
-        return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
-    return str(value)
+def spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every string cell (headers too) made literal text for a spreadsheet; numbers untouched."""
+    out = frame.copy()
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column]):
+            out[column] = out[column].map(spreadsheet_text)
+    return out.rename(columns=spreadsheet_text)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
 def _html_table(frame: pd.DataFrame) -> Markup:
-    """An HTML table of ``frame``; every header and cell is escaped."""
-    head = "".join(f"<th>{escape(budget_header(str(c)))}</th>" for c in frame.columns)
+    """An HTML table of ``frame`` in a box that scrolls sideways; every header and cell is escaped."""
+    head = "".join(f"<th>{html_escape(column_label(str(c)))}</th>" for c in frame.columns)
     rows = []
     for values in frame.itertuples(index=False):
         cells = "".join(
-            f'<td class="num">{escape(_cell(v))}</td>' if isinstance(v, (int, float)) else f"<td>{escape(_cell(v))}</td>"
+            f'<td class="num">{html_escape(format_number(v))}</td>' if _is_number(v)
+            else f"<td>{html_escape(format_number(v))}</td>"
             for v in values)
         rows.append(f"<tr>{cells}</tr>")
     return Markup(f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def md_escape(value: Any) -> str:
-    """Text safe inside a Markdown table cell: no pipes, tags or line breaks survive."""
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace("\r", " ").replace("\n", " ")
-
-
-def _md_table(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(md_escape(budget_header(str(c))) for c in frame.columns) + " |"
+def _md_table(frame: pd.DataFrame) -> MarkdownSafe:
+    head = "| " + " | ".join(md_escape(column_label(str(c))) for c in frame.columns) + " |"
     rule = "|" + "|".join("--:" if pd.api.types.is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|"
-    body = ["| " + " | ".join(md_escape(_cell(v)) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
+    body = ["| " + " | ".join(md_escape(format_number(v)) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return MarkdownSafe("\n".join([head, rule, *body]))
 
 
 @cache
 def _environment(kind: str) -> Environment:
-    # HTML autoescapes everything; Markdown gets an explicit `md` filter instead.
+    # Both escape every {{ }} by default: HTML by autoescaping, Markdown by `finalize` (md_escape leaves
+    # only the renderer's own MarkdownSafe tables as they are).
     env = Environment(loader=PackageLoader("capplan.reports", "templates"), autoescape=(kind == "html"),
-                      undefined=StrictUndefined, keep_trailing_newline=True)
+                      undefined=StrictUndefined, keep_trailing_newline=True,
+                      finalize=md_escape if kind == "md" else None)
     env.filters["b64"] = lambda data: base64.b64encode(data).decode("ascii")
-    env.filters["md"] = md_escape
     env.globals["table"] = _html_table if kind == "html" else _md_table
     return env
 
@@ -105,7 +101,7 @@ def render_markdown(report: PlanReport) -> str:
 
 def write_budget_csv(budget: pd.DataFrame, path: Path) -> Path:
     """Write the finance table as CSV (UTF-8, plain numbers, spreadsheet headers)."""
-    finance_table(budget).to_csv(path, index=False)
+    spreadsheet_frame(finance_table(budget)).to_csv(path, index=False)
     return path
 
 
@@ -122,6 +118,8 @@ def write_budget_xlsx(budget: pd.DataFrame, assumptions: pd.DataFrame, path: Pat
         assumptions.to_excel(writer, sheet_name="assumptions", index=False)
         if variance is not None and not variance.empty:
             variance.to_excel(writer, sheet_name="variance", index=False)
+        for ws in writer.sheets.values():
+            _cells_as_text(ws)
         sheet = writer.sheets["budget"]
         sheet.freeze_panes = "A2"
         for idx, column in enumerate(table.columns, start=1):
@@ -131,6 +129,15 @@ def write_budget_xlsx(budget: pd.DataFrame, assumptions: pd.DataFrame, path: Pat
                 for (cell,) in sheet.iter_rows(min_row=2, min_col=idx, max_col=idx):
                     cell.number_format = "#,##0.00"
     return path
+
+
+def _cells_as_text(sheet) -> None:
+    """Make every string cell of an openpyxl ``sheet`` a text cell: openpyxl stores a string that starts
+    with ``=`` as a live formula (``=HYPERLINK(...)`` from a config list would become a link)."""
+    for row in sheet.iter_rows():
+        for cell in row:
+            if isinstance(cell.value, str) and cell.data_type != "s":
+                cell.data_type = "s"
 
 
 def write_report(report: PlanReport, out_dir: Path, resolved_config: dict[str, Any]) -> Path:

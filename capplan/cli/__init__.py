@@ -9,6 +9,7 @@ Add a module's name to :data:`COMMAND_MODULES` when you add the module.
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
@@ -35,12 +36,30 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain click help: it wraps descriptions and never cuts an option name (rich's table cut
+    # `--on-demand-usd-per-hour` at 80 columns), and `[cost].x` in a help text is shown, not read as markup.
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 100},
 )
 
 
+def package_version() -> str:
+    """The installed capplan version (``0+unknown`` when run from a tree that is not installed)."""
+    try:
+        return version("capplan")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"capplan {package_version()}")
+        raise typer.Exit()
+
 
 @app.callback()
-def _root() -> None:
+def _root(show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                            help="Print the capplan version and exit.")) -> None:
     """Forecast LLM-serving traffic from request logs and plan the GPU fleet and its cost."""
 
 

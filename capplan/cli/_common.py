@@ -70,9 +70,9 @@ def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyCon
 
 CLUSTER_OPTION = typer.Option(
     None, "--cluster", help="Roll partitioned sources up in this process (none) or in parallel on a Dask cluster "
-                            "(dask); default: \\[cluster].task_runner.")
+                            "(dask); default: [cluster].task_runner.")
 SCHEDULER_OPTION = typer.Option(
-    None, "--scheduler-address", help="Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: \\[cluster].scheduler_address, "
+    None, "--scheduler-address", help="Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: [cluster].scheduler_address, "
                                       "else a LocalCluster on this machine).")
 
 
@@ -101,6 +101,9 @@ def run_partitioned(cfg: CapplanConfig, as_json: bool = False, db: Path | None =
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     from capplan.partitioned import PartitionError
     from capplan.flows.partitioned import run_partitioned_rollup
+    from capplan.runtime import tie_temporary_server_to_this_process
+
+    tie_temporary_server_to_this_process()
 
     cfg = cfg.model_copy(update={"database": cfg.database.model_copy(update={"path": db_path(cfg, db)})})
     try:

@@ -2,9 +2,9 @@
 
 What-if from flags (``--on-demand-usd-per-hour``, ``--reserved-usd-per-hour``,
 ``--spot-usd-per-hour``) or from the price book (``--gpu``, ``--term``); the
-need comes from ``--need FILE.csv`` (``ts_utc``, ``gpus``: one row per hour)
-or, without it, from the latest plan's ``need_gpus.csv`` under the report
-folder.
+need comes from ``--need FILE.csv`` (``ts_utc``, ``gpus``: one row per hour),
+which is required: the monthly plan prices its own hourly fleet (``budget.csv``
+in its report folder) and writes no need file to fall back on.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from capplan.config import CapplanConfig
     from capplan.sizing.cost.plan import CostPlan, OptionPrices
 
-NEED_FILE_NAME = "need_gpus.csv"
 NEED_COLUMNS = ("ts_utc", "gpus")
 
 
@@ -71,15 +70,6 @@ def read_need_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
                              f"is not {expected}")
     hours = ts.dt.tz_localize(None).to_numpy().astype("datetime64[h]")
     return hours, gpus.to_numpy(float)
-
-
-def latest_need_file(cfg: CapplanConfig) -> Path:
-    """The newest ``<report.out_dir>/<YYYY-MM>/need_gpus.csv`` written by the monthly plan."""
-    found = sorted(cfg.report.out_dir.glob(f"[0-9][0-9][0-9][0-9]-[0-9][0-9]/{NEED_FILE_NAME}"))
-    if not found:
-        raise ValueError(f"no --need file given and no plan's {NEED_FILE_NAME} under {cfg.report.out_dir}/YYYY-MM/; "
-                         "pass --need FILE.csv (columns ts_utc, gpus)")
-    return found[-1]
 
 
 def resolve_prices(cfg: CapplanConfig, gpu: str, term: str, *, on_demand: float | None,
@@ -153,13 +143,14 @@ def _print_table(summary: dict[str, Any]) -> None:
 def _write_rows(path: Path, plan: CostPlan) -> None:
     import csv
 
+    from capplan.reports.escaping import spreadsheet_text
     from capplan.sizing.cost.plan import ROW_COLUMNS
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=ROW_COLUMNS)
         writer.writeheader()
-        writer.writerows(plan.rows())
+        writer.writerows({k: spreadsheet_text(v) for k, v in row.items()} for row in plan.rows())
 
 
 def register(app: typer.Typer) -> None:
@@ -167,9 +158,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("cost")
     def cost(
-        need: Path | None = typer.Option(
-            None, "--need", help="CSV of hourly GPU need: columns ts_utc (ISO, UTC), gpus. "
-                                 "Default: the latest plan's need_gpus.csv."),
+        need: Path = typer.Option(
+            ..., "--need", help="CSV of hourly GPU need: columns ts_utc (ISO, UTC), gpus; one row per hour. "
+                                "Required (a plan prices its own fleet in its budget.csv)."),
         gpu: str | None = typer.Option(None, "--gpu", help="GPU type in the price book (default: [sizing].gpu)."),
         term: str | None = typer.Option(None, "--term", help="Reserved term: 1y or 3y (default: [cost].reserved_term)."),
         on_demand_usd_per_hour: float | None = typer.Option(
@@ -199,7 +190,7 @@ def register(app: typer.Typer) -> None:
         if chosen_term not in ("1y", "3y"):
             fail(f"--term must be 1y or 3y, got {chosen_term!r}", code=2)
         try:
-            hours, gpus = read_need_csv(need if need is not None else latest_need_file(cfg))
+            hours, gpus = read_need_csv(need)
             prices, source = resolve_prices(
                 cfg, gpu_type, chosen_term, on_demand=on_demand_usd_per_hour, reserved=reserved_usd_per_hour,
                 spot=spot_usd_per_hour, spot_overhead=spot_overhead_factor)

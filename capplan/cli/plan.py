@@ -67,7 +67,9 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
     from capplan.db import DatabaseLockedError
     from capplan.flows.plan import monthly_capacity_plan
     from capplan.flows.tasks import stage_listener, stages_for
+    from capplan.runtime import tie_temporary_server_to_this_process
 
+    tie_temporary_server_to_this_process()  # a kill -9 of this command must not leave Prefect's server running
     failures: list[str] = []
     start = time.perf_counter()
     stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest

@@ -25,6 +25,9 @@ def register(app: typer.Typer) -> None:
         prefect_environment(verbose=True)
 
         from capplan.flows.deploy import build_deployments, serve_deployments
+        from capplan.runtime import tie_temporary_server_to_this_process
+
+        tie_temporary_server_to_this_process()
 
         try:
             names = [d.name for d in build_deployments(cfg)]

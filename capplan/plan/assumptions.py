@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from capplan.config import CapplanConfig, field_unit
+from capplan.reports.formatting import format_number
 
 #: Config sections whose every field the assumptions table lists as assumed.
 ASSUMED_SECTIONS = ("forecast", "sizing", "cost", "profile")
@@ -34,8 +35,6 @@ def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
-    return str(value)
+    return format_number(value)  # 20,370 tokens, not 2.037e+04; a non-number as str(value)

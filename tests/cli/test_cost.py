@@ -84,14 +84,14 @@ def test_table_output_names_the_option_costs(need_csv):
     assert "reserved 2 GPUs" in result.stdout and "8.00" in result.stdout and "12.00" in result.stdout
 
 
-def test_latest_plan_need_file_is_used_without_need(tmp_path):
-    for month, gpus in (("2026-01", "1"), ("2026-02", "4")):
-        (tmp_path / "out" / month).mkdir(parents=True)
-        write_need(tmp_path / "out" / month / "need_gpus.csv", [(f"{month}-01T00:00:00Z", gpus)])
+def test_need_is_required_and_no_phantom_plan_file_is_looked_for(tmp_path):
     config = tmp_path / "capplan.toml"
     config.write_text('[report]\nout_dir = "out"\n', encoding="utf-8")
-    out = run_json("--config", str(config), "--on-demand-usd-per-hour", "2", "--reserved-usd-per-hour", "1")
-    assert out["reserved_gpus"] == 4
+    result = runner.invoke(app, ["cost", "--config", str(config), "--on-demand-usd-per-hour", "2",
+                                 "--reserved-usd-per-hour", "1"])
+    assert result.exit_code == 2 and "--need" in result.output and "need_gpus.csv" not in result.output
+    help_text = runner.invoke(app, ["cost", "--help"]).output
+    assert "latest plan" not in help_text and "Required" in help_text
 
 
 BAD_NEEDS = [

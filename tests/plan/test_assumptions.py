@@ -25,3 +25,13 @@ def test_units_come_from_the_field_declaration_not_its_name():
     assert field_unit(CostConfig, "interruptible_models") == "—"
     table = plan.assumptions_table(CapplanConfig(), {}).set_index("name")
     assert table.loc["cost.interruptible_share", "unit"] == field_unit(CostConfig, "interruptible_share") == "fraction"
+
+
+def test_values_read_as_numbers_for_people_not_exponents():
+    import numpy as np
+
+    measured = {"kv_tokens": (20370.0, "tokens"), "requests": (np.int64(1234567), "count"), "share": (0.9995, "fraction")}
+    table = plan.assumptions_table(CapplanConfig(), measured).set_index("name")
+    assert table.loc["kv_tokens", "value"] == "20,370"  # was 2.037e+04
+    assert table.loc["requests", "value"] == "1,234,567"
+    assert table.loc["share", "value"] == "0.9995"

@@ -198,3 +198,62 @@ def test_rewriting_a_report_replaces_the_folder_whole(tmp_path: Path):
     assert not (tmp_path / "2026-12" / "stale.txt").exists()
     assert 'id="reserved">2<' in (tmp_path / "2026-12" / "report.html").read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["2026-12"]  # no staging leftovers
+
+
+# --- escaping and formatting in the rendered files (issue 20, items 13 and 14) ----------------------
+
+FORMULA = '=HYPERLINK("http://evil.example/?m","model")'
+LINK = "[link](javascript:alert(2))"
+IMAGE = "![img](http://evil.example/x.png)"
+
+
+def _hostile_report() -> PlanReport:
+    png = _report().charts[0].png
+    budget = _budget().assign(gpu_type=FORMULA)
+    assumptions = pd.concat([_assumptions(), pd.DataFrame(
+        {"name": ["cost.interruptible_models"], "value": [FORMULA], "unit": ["-"], "source": ["assumed"]})],
+        ignore_index=True)
+    return _report(budget=budget, assumptions=assumptions, model_name=LINK,
+                   charts=[Chart("slo-x", "Error budget: <script>alert(1)</script> ![x](http://evil)", "c", png)],
+                   tables=[Table("Drift findings", pd.DataFrame({"model": [LINK, IMAGE], "qps_p10": [1.5, 20370.0]}))])
+
+
+def test_markdown_escapes_names_from_config_and_logs_everywhere():
+    md = render_markdown(_hostile_report())
+    assert "<script>" not in md
+    assert "](javascript:" not in md.replace("\\](javascript:", "")  # only as escaped text
+    assert "![img]" not in md and "![x]" not in md
+    heading = next(line for line in md.splitlines() if line.startswith("### Error budget"))
+    assert heading == "### Error budget: &lt;script&gt;alert(1)&lt;/script&gt; \\!\\[x\\](http://evil)"
+    alt = next(line for line in md.splitlines() if line.endswith("(charts/slo-x.png)"))
+    assert alt.startswith("![Error budget: &lt;script&gt;") and "\\!\\[x\\]" in alt
+    assert "![Error budget" in alt  # the renderer's own image link stays an image
+
+
+def test_html_escapes_names_in_alt_text_and_headings():
+    html = render_html(_hostile_report())
+    assert "<script>" not in html
+    assert 'alt="Error budget: &lt;script&gt;alert(1)&lt;/script&gt;' in html
+
+
+def test_tables_have_human_headers_and_formatted_numbers():
+    md, html = render_markdown(_hostile_report()), render_html(_hostile_report())
+    for text, label in ((md, md_escape("Design peak QPS P10 [requests/s]")), (html, "Design peak QPS P10 [requests/s]")):
+        assert "qps_p10" not in text and label in text
+        assert "20,370" in text and "e+04" not in text
+
+
+def test_finance_files_hold_text_not_formulas(tmp_path: Path):
+    import zipfile
+
+    folder = write_report(_hostile_report(), tmp_path, {})
+    with zipfile.ZipFile(folder / "budget.xlsx") as z:
+        sheets = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/")]
+    assert sheets and not any("<f>" in s for s in sheets)  # no formula element in any sheet
+    xlsx = pd.read_excel(folder / "budget.xlsx", sheet_name=None)
+    assert xlsx["budget"]["GPU type"].iloc[0] == FORMULA  # shown as written
+    assert FORMULA in xlsx["assumptions"]["value"].tolist()
+    assert pd.api.types.is_numeric_dtype(xlsx["budget"]["Total cost [USD]"])
+    csv = pd.read_csv(folder / "budget.csv")
+    assert csv["GPU type"].iloc[0] == "'" + FORMULA
+    assert pd.api.types.is_numeric_dtype(csv["Total cost [USD]"]) and csv["GPUs P90"].tolist() == [5, 7]

@@ -1,0 +1,112 @@
+"""capplan/runtime.py: Prefect's temporary server dies with the capplan process that started it (issue 20, item 12)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from capplan.runtime import STOP_GRACE_S
+
+CAPPLAN = Path(sys.executable).with_name("capplan")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_guard_stops_the_server_when_its_starter_is_killed(tmp_path: Path):
+    # A stand-in for capplan: starts a long-lived "server" and its guard, prints the server's pid, waits.
+    starter = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import subprocess, sys, time
+        from capplan.runtime import start_guard
+        server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        start_guard(server.pid)
+        print(server.pid, flush=True)
+        time.sleep(300)
+    """)], stdout=subprocess.PIPE, text=True)
+    server_pid = int(starter.stdout.readline())
+    try:
+        assert not _gone(server_pid)
+        time.sleep(0.5)
+        assert not _gone(server_pid)  # the guard leaves a server alone while its starter lives
+        starter.kill()
+        starter.wait(10)
+        assert _wait_gone(server_pid, STOP_GRACE_S + 5), "the server outlived its starter"
+    finally:
+        _kill(server_pid)
+        _kill(starter.pid)
+
+
+def test_guard_exits_by_itself_when_the_server_stops():
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    from capplan.runtime import start_guard
+
+    guard = start_guard(server.pid)
+    try:
+        server.terminate()
+        server.wait(10)
+        assert guard.wait(10) == 0
+    finally:
+        _kill(server.pid)
+        _kill(guard.pid)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_kill_9_of_capplan_plan_leaves_no_prefect_server(tmp_path: Path, write_plan_config, plan_logs):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120")
+    config = write_plan_config(tmp_path, plan_logs)
+    plan = subprocess.Popen([str(CAPPLAN), "plan", "--config", str(config)], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and plan.poll() is None and not servers:
+            servers = [p for p in psutil.Process(plan.pid).children(recursive=True)
+                       if "uvicorn" in " ".join(p.cmdline()) and _listening(p)]
+            time.sleep(0.2)
+        assert servers, "capplan plan did not start Prefect's temporary server"
+        plan.send_signal(signal.SIGKILL)
+        plan.wait(10)
+        left = [p.pid for p in servers if not _wait_gone(p.pid, STOP_GRACE_S + 5)]
+        assert left == [], f"Prefect's server (pid {left}) outlived `capplan plan` after kill -9"
+    finally:
+        _kill(plan.pid)
+        for p in servers:
+            _kill(p.pid)
+
+
+def _listening(proc: psutil.Process) -> bool:
+    try:
+        return any(c.status == psutil.CONN_LISTEN for c in proc.net_connections(kind="inet"))
+    except psutil.Error:
+        return False
