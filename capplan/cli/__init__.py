@@ -34,6 +34,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # click's plain help and usage errors: typer's rich formatter imports rich.markdown, pygments and
+    # rich.traceback (~0.2 s unloaded, more than the rest of `capplan --help`)
+    rich_markup_mode=None,
 )
 
 
