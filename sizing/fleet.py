@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from capplan.sizing import capacity, demand, headroom, memory, queueing
 from capplan.sizing._checks import fraction, positive
 from capplan.sizing.catalogue import GpuSpec, ModelSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Source = Literal["measured", "assumed", "derived"]
 
@@ -502,6 +504,8 @@ def latency_curve(fleet: FleetSizing, utilisations: np.ndarray | None = None) ->
     Poisson arrivals, exponential service, one shared queue (Erlang C); a slot is
     one KV-cache sequence, held for the whole request.
     """
+    import pandas as pd  # here: `capplan size` never draws the curve, and pandas costs ~0.5 s to import
+
     u = np.linspace(0.02, 0.98, 49) if utilisations is None else np.asarray(utilisations, dtype=float)
     slots = pooled_slots(fleet)
     return pd.concat([

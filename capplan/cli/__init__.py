@@ -37,7 +37,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     # Plain click help: it wraps descriptions and never cuts an option name (rich's table cut
-    # `--on-demand-usd-per-hour` at 80 columns), and `[cost].x` in a help text is shown, not read as markup.
+    # `--on-demand-usd-per-hour` at 80 columns), `[cost].x` in a help text is shown, not read as markup,
+    # and typer's rich formatter would import rich.markdown, pygments and rich.traceback (~0.2 s).
     rich_markup_mode=None,
     context_settings={"max_content_width": 100},
 )

@@ -6,13 +6,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from capplan.config import CapplanConfig, ConfigError, load_config
+if TYPE_CHECKING:  # imported where used: pydantic and the config models cost most of `capplan --help`
+    import duckdb
+
+    from capplan.config import CapplanConfig
 
 console = Console(stderr=True)
 
@@ -34,6 +37,8 @@ def print_error(message: str) -> None:
 
 def load(config: Path | None) -> CapplanConfig:
     """Load the config or exit with the ConfigError's message."""
+    from capplan.config import ConfigError, load_config
+
     try:
         return load_config(config)
     except ConfigError as exc:
@@ -50,7 +55,7 @@ def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
 
 
-def open_requests_db(cfg: CapplanConfig, db: Path | None) -> "duckdb.DuckDBPyConnection":  # noqa: F821
+def open_requests_db(cfg: CapplanConfig, db: Path | None) -> duckdb.DuckDBPyConnection:
     """Open the database read-only, or exit with one line if it is missing, locked or has no requests."""
     from capplan import sql
     from capplan.db import DatabaseLockedError, connect

@@ -34,6 +34,7 @@ CASES = {
     "run_all": (["benchmarks/run_all.py", "--sizes", "20K", "--sections", "ingest,profile", "--workdir", "{tmp}"],
                 "refresh_rollups(full)"),
     "plan": (["benchmarks/plan.py", "--repeat", "1"], "plan_over_empty_flow"),
+    "cli_startup": (["benchmarks/cli_startup.py", "--rounds", "1"], "capplan size (golden case)"),
     "perf_model": (["benchmarks/perf_model.py", "--quick"], "dense max-throughput"),
     "forecast_accuracy": (["benchmarks/forecast_accuracy.py", "--limit", "2", "--workers", "1"], "2-year hourly series"),
 }
