@@ -23,7 +23,8 @@
 -- parameters: $now_utc (ingest time, UTC), $future_tolerance_s [s],
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
--- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model.
+-- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model (the model of rows that
+-- have none: the source's `model`, else 'default').
 with
 
 source as (
