@@ -62,6 +62,8 @@ class SourceConfig(_Section):
     timestamp_unit: Literal["s", "ms", "us"] | None = Field(None, description="Unit of numeric timestamps.")
     origin: str | None = Field(None, description="ISO timestamp that relative timestamps count from.")
     timezone: str | None = Field(None, description="IANA zone of naive timestamps (default UTC).")
+    model: str | None = Field(None, min_length=1, description="Model name of rows that have none (no model column, "
+                                                             "or an empty value); default 'default'.")
 
 
 class IngestConfig(_Section):
@@ -86,6 +88,9 @@ class IngestConfig(_Section):
     contract_sample_rows: int = Field(
         100_000, gt=0, description="Rows per file in the contract sample, and rows per chunk.",
         json_schema_extra={"unit": "rows"})
+    allow_all_quarantined: bool = Field(
+        False, description="Load a file whose every row is quarantined (its rows go to `quarantine`, status "
+                           "'loaded'); by default such a file is rolled back, status 'all_quarantined', a failure.")
     memory_limit_mib: int | None = Field(
         1024, gt=0, description="DuckDB memory limit while a file is ingested: the duplicate-id hash table and "
                                 "the inserts spill to disk beyond it, so peak memory does not grow with the "

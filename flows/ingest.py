@@ -48,7 +48,7 @@ def ingest_logs(config: CapplanConfig, paths: list[str] | None = None,
         refresh_profile_rollups(config)
     logger = get_run_logger()
     for r in results:
-        log = logger.info if r.status in ("loaded", "replaced", "unchanged") else logger.warning
+        log = logger.info if r.status in ("loaded", "replaced", "unchanged") and not r.notes else logger.warning
         log("%s: %s, read %d, loaded %d, quarantined %d %s", r.path, r.status, r.rows_read, r.rows_loaded,
-            r.rows_quarantined, r.message)
+            r.rows_quarantined, " ".join((r.message, *r.notes)))
     return results

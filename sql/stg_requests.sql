@@ -23,7 +23,8 @@
 -- parameters: $now_utc (ingest time, UTC), $future_tolerance_s [s],
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
--- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model.
+-- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model (the model of rows that
+-- have none: the source's `model`, else 'default').
 with
 
 source as (
@@ -98,22 +99,37 @@ checked as (
                     and p.ts_utc_wall is null then 'timestamp_missing' else 'timestamp_unparseable' end
             -- +/-infinity is no arrival time (text gives null through ingest_utc; typed columns get here)
             when not isfinite(p.ts_utc) then 'timestamp_unparseable'
+            -- DuckDB's special word `epoch` (any case, spaces) parses as 1970-01-01 00:00 (in the source's
+            -- zone): a text without a digit is no timestamp (`now`, `today`, `allballs` already fail to
+            -- parse). The regex runs only on rows within a day of 1970-01-01.
+            when p.ts_utc between timestamp '1969-12-31 00:00:00' and timestamp '1970-01-02 00:00:00'
+                and p.ts_utc_raw is not null and not regexp_matches(p.ts_utc_raw, '[0-9]')
+                then 'timestamp_unparseable'
+            -- outside what pandas' datetime64[ns] holds (1677-09-21 to 2262-04-11), as the profile reads it
+            when p.ts_utc < timestamp '1677-09-21 00:12:43.145225' or p.ts_utc > timestamp '2262-04-11 23:47:16.854775'
+                then 'timestamp_out_of_range'
             when p.ts_utc > cast($now_utc as timestamp) + to_microseconds(cast($future_tolerance_s * 1e6 as bigint))
                 then 'timestamp_future'
             when p.input_tokens_number is null or p.output_tokens_number is null then
                 case when nullif(trim(cast(p.input_tokens_raw as varchar)), '') is null
                     or nullif(trim(cast(p.output_tokens_raw as varchar)), '') is null
                     then 'tokens_missing' else 'tokens_not_integer' end
-            when p.input_tokens_number <> floor(p.input_tokens_number)
+            -- nan, inf (also `1e400` text, which parses as inf) are no integers
+            when not isfinite(p.input_tokens_number) or not isfinite(p.output_tokens_number)
+                or p.input_tokens_number <> floor(p.input_tokens_number)
                 or p.output_tokens_number <> floor(p.output_tokens_number) then 'tokens_not_integer'
             when p.input_tokens_number < 0 or p.output_tokens_number < 0 then 'tokens_negative'
             when p.input_tokens_number + p.output_tokens_number > $context_limit_tokens
                 then 'tokens_above_context_limit'
+            -- the columns are INTEGER: reached only when context_limit_tokens is set above 2^31 - 1
+            when p.input_tokens_number > 2147483647 or p.output_tokens_number > 2147483647 then 'tokens_out_of_range'
             when p.status_code is null then 'status_unknown'
-            when p.ttft_ms_number < 0
+            -- nan and inf are no durations: the profile's arithmetic cannot hold them
+            when not isfinite(p.ttft_ms_number) or p.ttft_ms_number < 0
                 or (p.ttft_ms_number is null and nullif(trim(cast(p.ttft_ms_raw as varchar)), '') is not null)
                 then 'ttft_ms_invalid'
-            when p.latency_ms_number < 0
+            -- nan and inf are no durations: the profile's arithmetic cannot hold them
+            when not isfinite(p.latency_ms_number) or p.latency_ms_number < 0
                 or (p.latency_ms_number is null and nullif(trim(cast(p.latency_ms_raw as varchar)), '') is not null)
                 then 'latency_ms_invalid'
         end as rule
@@ -152,14 +168,22 @@ final as (
                 when 'tokens_negative' then 'input_tokens=' || trim(cast(input_tokens_raw as varchar))
                     || ', output_tokens=' || trim(cast(output_tokens_raw as varchar)) || ': expected >= 0'
                 when 'tokens_above_context_limit' then 'input_tokens+output_tokens='
-                    || cast(input_tokens_number + output_tokens_number as bigint)
+                    -- a sum beyond bigint (>= 2^63, or 1e300) is printed as the double it is
+                    || case when input_tokens_number + output_tokens_number < 1e18
+                        then cast(cast(input_tokens_number + output_tokens_number as bigint) as varchar)
+                        else cast(input_tokens_number + output_tokens_number as varchar) end
                     || ' exceeds the context limit of ' || $context_limit_tokens || ' tokens'
+                when 'timestamp_out_of_range' then 'ts_utc: ' || cast(ts_utc as varchar)
+                    || ' UTC is outside 1677-09-21..2262-04-11; expected a timestamp in that range'
+                when 'tokens_out_of_range' then 'input_tokens=' || trim(cast(input_tokens_raw as varchar))
+                    || ', output_tokens=' || trim(cast(output_tokens_raw as varchar))
+                    || ': expected at most 2147483647 each'
                 when 'status_unknown' then 'status: '
                     || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
                     || ' is not an HTTP code 100-599 or a success/failure word'
-                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a number >= 0'
+                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a finite number >= 0'
                 when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
-                    || ' is not a number >= 0'
+                    || ' is not a finite number >= 0'
             end
         end as detail,
         case when rule is not null then to_json(raw) end as raw_json

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from capplan.cli._common import (CLUSTER_OPTION, CONFIG_OPTION, DB_OPTION, JSON_OPTION, SCHEDULER_OPTION, console,
                                       db_path, fail, load, print_error, print_json, run_partitioned, with_cluster)
@@ -45,13 +46,15 @@ def _source(cfg, name: str | None, overrides: dict):
 def _summary_table(results):
     from rich.table import Table
 
+    from capplan.ingest.run import FAILED_STATUSES
+
     table = Table(title="ingest summary")
     for col in ("file", "status", "read", "loaded", "quarantined", "note"):
         table.add_column(col, justify="right" if col in ("read", "loaded", "quarantined") else "left")
     for r in results:
         colour = {"loaded": "green", "replaced": "green", "unchanged": "dim"}.get(r.status, "red")
         table.add_row(Path(r.path).name, f"[{colour}]{r.status}[/]", f"{r.rows_read:,}", f"{r.rows_loaded:,}",
-                      f"{r.rows_quarantined:,}", "see below" if r.status in ("error", "refused") else r.message)
+                      f"{r.rows_quarantined:,}", "see below" if r.status in FAILED_STATUSES or r.notes else r.message)
     return table
 
 
@@ -67,6 +70,11 @@ def ingest(
     timezone: str | None = typer.Option(None, "--timezone", help="IANA zone of naive timestamps (default UTC)."),
     on_changed: str | None = typer.Option(None, "--on-changed",
                                           help="A path ingested before with other content: refuse|replace."),
+    model: str | None = typer.Option(None, "--model", help="Model name of rows that have none (no model column, "
+                                                          "or an empty value)."),
+    allow_all_quarantined: bool = typer.Option(False, "--allow-all-quarantined",
+                                               help="Load a file even if every row is quarantined (else it is a "
+                                                    "failure and nothing of it is loaded)."),
     cluster: str | None = CLUSTER_OPTION,
     scheduler_address: str | None = SCHEDULER_OPTION,
     as_json: bool = JSON_OPTION,
@@ -76,13 +84,16 @@ def ingest(
 
     from capplan.db import DatabaseLockedError, connect
     from capplan.ingest import ensure_tables, ingest_paths
+    from capplan.ingest.run import FAILED_STATUSES
     from capplan.profile import refresh_rollups
 
     cfg = with_cluster(load(config), cluster, scheduler_address)
+    if allow_all_quarantined:
+        cfg = cfg.model_copy(update={"ingest": cfg.ingest.model_copy(update={"allow_all_quarantined": True})})
     if on_changed not in (None, "refuse", "replace"):
         fail(f"--on-changed {on_changed!r}: expected refuse or replace", code=2)
     overrides = {"preset": preset, "columns": _parse_map(mapping), "timestamp_unit": timestamp_unit,
-                 "origin": origin, "timezone": timezone}
+                 "origin": origin, "timezone": timezone, "model": model}
     if paths and cluster is not None:  # --cluster: the paths are Hive folders or files, rolled up per partition
         cfg = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"sources": [
             _source(cfg, source, overrides).model_copy(update={"paths": paths})]})})
@@ -120,15 +131,19 @@ def ingest(
         finally:
             con.close()
     partitioned = run_partitioned(cfg, as_json, db)
-    files = [{k: r.to_dict()[k] for k in ("path", "rows_read", "rows_loaded", "rows_quarantined", "status", "message")}
+    files = [{k: r.to_dict()[k] for k in ("path", "rows_read", "rows_loaded", "rows_quarantined", "status", "message",
+                                          "notes")}
              for r in results]
     if as_json:
         print_json(files if partitioned is None else {"files": files, "partitioned": partitioned.to_dict()})
     elif results:
         console.print(_summary_table(results))
-    failed = [r for r in results if r.status in ("error", "refused")]
+    failed = [r for r in results if r.status in FAILED_STATUSES]
     for r in failed:
         print_error(r.message)
+    for r in results:
+        for note in r.notes:
+            console.print(f"[yellow]warning:[/] {escape(r.path)}: {escape(note)}", highlight=False, soft_wrap=True)
     if failed or (partitioned is not None and (partitioned.failed or partitioned.missing)):
         raise typer.Exit(1)
 

@@ -23,6 +23,7 @@ Modules, one job each (this package re-exports the public API):
 - :mod:`~capplan.ingest.contract`: the pandera contract :data:`RequestRow` and its re-validation.
 - :mod:`~capplan.ingest.tables`: :func:`ensure_tables` and the migration of an old ``requests`` table.
 - :mod:`~capplan.ingest.load`: :func:`load_file`, one file's transaction and ledger row; :class:`FileResult`.
+- :mod:`~capplan.ingest.notes`: implausible time ranges and the all-quarantined failure (pure).
 - :mod:`~capplan.ingest.run`: :func:`ingest_paths`, :func:`ingest_sources`, many files.
 - :mod:`~capplan.ingest.queries`: the ingest's SQL files run by name.
 """

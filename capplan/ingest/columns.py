@@ -7,10 +7,13 @@ timestamp conventions a source may name (``origin``, ``timestamp_unit``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from capplan.config import SourceConfig
+from capplan.ingest.errors import IngestError
 
 #: Canonical request columns, in table order (``sql/ddl_requests.sql``).
 CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status", "ttft_ms",
@@ -55,6 +58,23 @@ def column_mapping(source: SourceConfig) -> dict[str, str]:
     if source.origin is not None and parse_origin(source.origin) is None:
         raise ValueError(f"source {source.name!r}: origin {source.origin!r} is not an ISO-8601 timestamp")
     return {**PRESETS[source.preset], **source.columns}
+
+
+def check_mapped_columns(path: Path, source: SourceConfig, raw_columns: Sequence[str],
+                         defaulted: Sequence[str]) -> None:
+    """An explicit mapping (``--map`` or ``columns``) must name a column the file has; a preset's may not.
+
+    ``defaulted`` are the canonical columns the reader found no source column for.
+
+    Raises
+    ------
+    IngestError
+        Naming the file, each mapping whose source column is absent, and the columns the file has.
+    """
+    absent = [f"{c}={source.columns[c]}" for c in source.columns if c in defaulted]
+    if absent:
+        raise IngestError(f"{path}: mapped column not in the file: {', '.join(absent)}; "
+                          f"the file has columns {list(raw_columns)[:50]}")
 
 
 def parse_origin(origin: str) -> datetime | None:

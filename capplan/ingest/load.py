@@ -24,11 +24,12 @@ import duckdb
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import keep_block_memory, memory_capped, memory_limit_mib
 from capplan.ingest import queries
-from capplan.ingest.columns import PRESETS, column_mapping
+from capplan.ingest.columns import PRESETS, check_mapped_columns, column_mapping
 from capplan.ingest.contract import check_contract
 from capplan.ingest.errors import FileRefused, IngestError
 from capplan.ingest.fingerprint import fingerprint
 from capplan.ingest.formats import check_head, detect_format
+from capplan.ingest.notes import all_quarantined_message, is_plausible_all_quarantined, time_range_notes
 from capplan.ingest.readers import open_raw
 from capplan.ingest.rejects import reset_rejects
 from capplan.ingest.stage import stage_params, stage_rows
@@ -36,7 +37,7 @@ from capplan.ingest.tables import ensure_tables
 
 #: what replacing a file's old version does, in order (same transaction as the new load)
 _REPLACE_STEPS = ("stg_ingest_delete_file_rows", "stg_ingest_delete_file_quarantine", "stg_ingest_ledger_mark_replaced")
-Status = Literal["loaded", "replaced", "unchanged", "refused", "error"]
+Status = Literal["loaded", "replaced", "unchanged", "refused", "error", "all_quarantined"]
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,16 @@ class FileResult:
     file_id: int | None = None
     defaulted_columns: tuple[str, ...] = ()
     message: str = ""
+    notes: tuple[str, ...] = ()  # loaded, but implausible (capplan.ingest.notes); also in the ledger
 
     def to_dict(self) -> dict:
         """Plain data for JSON output."""
-        return {**asdict(self), "defaulted_columns": list(self.defaulted_columns)}
+        return {**asdict(self), "defaulted_columns": list(self.defaulted_columns), "notes": list(self.notes)}
 
 
-class _Unchanged(Exception):  # noqa: N818 (control flow, not an error)
-    """The file's content turned out to be loaded already (known once its hash is): roll back, report."""
+class _RollBack(Exception):  # noqa: N818 (control flow, not an error)
+    """A result known inside the transaction that keeps nothing: content already loaded (known once its
+    hash is), or every row quarantined (``all_quarantined``). Roll back, report the result."""
 
     def __init__(self, result: FileResult) -> None:
         super().__init__(result.message)
@@ -140,9 +143,9 @@ def _load_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, map
                 result = _load_in_transaction(con, path, kind, mapping, source, cfg, hashed, now_utc,
                                               replaces, on_rows)
                 con.commit()
-            except _Unchanged as unchanged:
+            except _RollBack as rolled_back:
                 con.rollback()
-                return unchanged.result
+                return rolled_back.result
             except BaseException:
                 con.rollback()
                 raise
@@ -157,8 +160,9 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
     """Replace the old version (if any), stage the file, write the ledger row; the caller commits.
 
     ``hashed`` is the file's :class:`~capplan.ingest.fingerprint.Fingerprint`, perhaps still being
-    computed; content already loaded under another path raises :class:`_Unchanged` before anything
-    is written to the ledger.
+    computed; content already loaded under another path raises :class:`_RollBack` before anything
+    is written to the ledger, and so does a file whose every row is quarantined (status
+    ``all_quarantined``) unless ``cfg.allow_all_quarantined``.
     """
     try:
         if replaces is not None:
@@ -169,9 +173,18 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         for macro in ("stg_ingest_macro_text", "stg_ingest_macro_utc"):
             queries.run(con, macro)
         raw = open_raw(con, path, kind, mapping, list(PRESETS[source.preset].values()))
+        check_mapped_columns(path, source, raw.columns, raw.defaulted)
         params = stage_params(source, cfg, file_id, path, now_utc, replaces)
         loaded, quarantined = stage_rows(con, path, kind, raw, hashed, params, on_rows)
+        rules = [] if loaded or cfg.allow_all_quarantined else queries.relation(
+            con, "stg_ingest_top_rules", {"file_id": file_id}).fetchall()
+        if not is_plausible_all_quarantined(rules):
+            raise _RollBack(FileResult(str(path), source.name, "all_quarantined", quarantined, 0, quarantined,
+                                       defaulted_columns=raw.defaulted,
+                                       message=all_quarantined_message(path, quarantined, rules)))
         check_contract(con, file_id, cfg, path)
+        notes = time_range_notes(*queries.first(con, "stg_ingest_loaded_span", {"file_id": file_id}),
+                                 now_utc.replace(tzinfo=None))
     except duckdb.Error as exc:
         if isinstance(hashed.exception(), IngestError):
             raise hashed.exception() from None  # e.g. truncated gzip: named better than the reader does
@@ -180,11 +193,12 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
     fp = hashed.result()
     same = _same_content(con, path, source, fp.sha256)
     if same is not None:
-        raise _Unchanged(same)
+        raise _RollBack(same)
     queries.run(con, "stg_ingest_ledger_row", {
         "file_id": file_id, "path": str(path), "source": source.name, "size_bytes": fp.size_bytes,
         "content_sha256": fp.sha256, "rows_loaded": loaded, "rows_quarantined": quarantined,
-        "defaulted_columns": list(raw.defaulted), "ingested_at_utc": now_utc.replace(tzinfo=None)})
+        "defaulted_columns": list(raw.defaulted), "ingested_at_utc": now_utc.replace(tzinfo=None),
+        "notes": list(notes)})
     return FileResult(str(path), source.name, "replaced" if replaces is not None else "loaded",
                       loaded + quarantined, loaded, quarantined, file_id, raw.defaulted,
-                      f"replaced file {replaces}" if replaces is not None else "")
+                      f"replaced file {replaces}" if replaces is not None else "", notes)

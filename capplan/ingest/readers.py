@@ -20,7 +20,7 @@ import duckdb
 from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression
 
 from capplan.ingest import queries
-from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_MODEL, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
+from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
 from capplan.ingest.errors import IngestError
 
 _HEADERLESS = re.compile(r"column\d+")
@@ -42,6 +42,7 @@ class Raw:
     """The file opened as the temp view ``ingest_raw``; what the reader rejected."""
 
     defaulted: tuple[str, ...]
+    columns: tuple[str, ...] = ()  # the source columns found (names in the file, or column0... without a header)
     header_lines: int = 0
     rejects: list[tuple[int, str, str]] = field(default_factory=list)  # (data row, rule, line)
     skipped: list[int] = field(default_factory=list)  # data rows the reader skipped: empty CSV lines
@@ -103,7 +104,7 @@ def _raw_columns(mapping: dict[str, str], present: Callable[[str], bool],
             exprs.append((value(src) if typed else value(src).cast(varchar)).alias(f"{canonical}_raw"))
         else:
             defaulted.append(canonical)
-            fallback = {"model": DEFAULT_MODEL, "status": DEFAULT_STATUS}.get(canonical)
+            fallback = DEFAULT_STATUS if canonical == "status" else None  # model: $default_model in the SQL
             exprs.append(ConstantExpression(fallback).cast(varchar).alias(f"{canonical}_raw"))
     return exprs, tuple(defaulted)
 
@@ -131,7 +132,7 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
     rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered by position once written
     rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
                *exprs).create_view("ingest_raw", replace=True)
-    return Raw(defaulted, header_lines=int(header))
+    return Raw(defaulted, tuple(columns), header_lines=int(header))
 
 
 def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
@@ -144,7 +145,7 @@ def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str,
     rows = (ColumnExpression("file_row_number") + ConstantExpression(1)).alias("source_row")
     rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
                *exprs).create_view("ingest_raw", replace=True)
-    return Raw(defaulted)
+    return Raw(defaulted, tuple(columns))
 
 
 def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
@@ -176,4 +177,4 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
         ConstantExpression("json_malformed")).cast(duckdb.sqltype("VARCHAR")).alias("raw_error")
     numbered.filter(ColumnExpression("line").isnotnull()).select(
         ColumnExpression("source_row"), raw, error, *exprs).create_view("ingest_raw", replace=True)
-    return Raw(defaulted)
+    return Raw(defaulted, tuple(keys))

@@ -43,6 +43,10 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path],
     return results
 
 
+#: the statuses of a file that failed: nothing of it is loaded, and the command exits non-zero
+FAILED_STATUSES: tuple[Status, ...] = ("error", "refused", "all_quarantined")
+
+
 def failure_status(exc: IngestError) -> Status:
     """The status of a file whose load raised ``exc``: ``refused`` for :class:`FileRefused`, else ``error``."""
     return "refused" if isinstance(exc, FileRefused) else "error"

@@ -42,7 +42,8 @@ def stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Pa
     return {"file_id": file_id, "path": str(path), "now_utc": now_utc.replace(tzinfo=None),
             "future_tolerance_s": cfg.future_tolerance_s, "context_limit_tokens": cfg.context_limit_tokens,
             "timezone": source.timezone or "UTC", "unit_us": UNIT_US[unit] if unit else None,
-            "origin_utc": origin, "default_model": DEFAULT_MODEL, "duplicate_id_window_s": cfg.duplicate_id_window_s,
+            "origin_utc": origin, "default_model": source.model or DEFAULT_MODEL,
+            "duplicate_id_window_s": cfg.duplicate_id_window_s,
             "replaced_file_id": replaced_file_id}
 
 

@@ -11,7 +11,7 @@ import duckdb
 from capplan.ingest import queries
 
 #: the DDL files of the ingest's tables, in the order they are created
-_DDL = ("ddl_ingest_ledger", "ddl_request_rows", "ddl_requests", "ddl_quarantine")
+_DDL = ("ddl_ingest_ledger", "ddl_ingest_ledger_notes", "ddl_request_rows", "ddl_requests", "ddl_quarantine")
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:

@@ -15,6 +15,7 @@ import pyarrow as arrow
 from capplan import ingest, profile, sql
 from capplan.config import ClusterConfig, IngestConfig
 from capplan.db import connect
+from capplan.ingest.run import FAILED_STATUSES
 from capplan.partitioned.discover import Partition
 from capplan.rollups import NO_TTFT_THRESHOLD_MS, drift_histogram_params
 
@@ -76,9 +77,12 @@ def roll_up_partition(partition: Partition, ingest_cfg: IngestConfig, *, now_utc
         results = []
         for path in partition.files:
             try:
-                results.append(ingest.load_file(con, Path(path), partition.source, ingest_cfg, now_utc=now_utc))
+                result = ingest.load_file(con, Path(path), partition.source, ingest_cfg, now_utc=now_utc)
             except ingest.IngestError as exc:
                 return PartitionRollup(partition, error=str(exc))
+            if result.status in FAILED_STATUSES:  # every row quarantined: rolled back, a failure as in ingest
+                return PartitionRollup(partition, error=result.message)
+            results.append(result)
         tables = profile.rollup_partition(con, "requests", in_flight=True)  # one scan: counts, bins, sweep
         plan_inputs = {query: con.sql(sql.load(query), params=params).to_arrow_table()
                        for query, params in _plan_input_params(ttft_thresholds_ms).items()}

@@ -8,12 +8,16 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 from datetime import UTC, datetime
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from capplan.cli import app
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
 from capplan.ingest import IngestError, RequestRow, load_file
@@ -142,3 +146,109 @@ def test_each_row_is_stored_once_and_requests_shows_the_good_ones(corpus, load):
     assert con.execute("select count(*) from requests").fetchone()[0] == result.rows_loaded
     assert con.execute("select table_type from information_schema.tables where table_name = 'requests'"
                        ).fetchone()[0] == "VIEW"
+
+
+# --- issue 20: values DuckDB or pandas cannot hold are quarantined with a rule and row, never a whole-file error
+
+
+def _cli_ingest(tmp_path, name: str, text: str, *args: str) -> tuple[int, list[dict], duckdb.DuckDBPyConnection]:
+    """``capplan ingest <file> --db <tmp> --json [args]``: exit code, the JSON summary, the database."""
+    path = tmp_path / name
+    path.write_text(text)
+    db = tmp_path / (name + ".duckdb")
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(db), "--json", *args])
+    return result.exit_code, json.loads(result.stdout), duckdb.connect(str(db))
+
+
+def _rules(con) -> list[tuple[int, str]]:
+    return [tuple(r) for r in con.execute("select row_number, rule from quarantine order by row_number").fetchall()]
+
+
+def test_a_timestamp_before_1677_is_quarantined_and_later_files_still_load(tmp_path):
+    (tmp_path / "y.csv").write_text("ts_utc,input_tokens,output_tokens\n0001-01-01T00:00:00Z,1,1\n"
+                                    "2026-10-10T12:00:00Z,1,1\n0000-01-01 00:00:00,1,1\n1677-09-21 00:12:43,1,1\n")
+    (tmp_path / "z.csv").write_text("ts_utc,input_tokens,output_tokens\n2026-10-10T12:00:00Z,2,2\n")
+    db = tmp_path / "y.duckdb"
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "y.csv"), str(tmp_path / "z.csv"), "--db", str(db),
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert [(s["status"], s["rows_read"], s["rows_loaded"], s["rows_quarantined"]) for s in summary] == [
+        ("loaded", 4, 1, 3), ("loaded", 1, 1, 0)]
+    con = duckdb.connect(str(db))
+    assert _rules(con) == [(1, "timestamp_out_of_range"), (3, "timestamp_out_of_range"),
+                           (4, "timestamp_out_of_range")]
+    assert "outside 1677-09-21..2262-04-11" in con.execute("select detail from quarantine limit 1").fetchone()[0]
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e400", "9223372036854775808",
+                                   "18446744073709551616", "1e300"])
+def test_one_non_finite_or_huge_token_value_quarantines_its_row_only(tmp_path, value):
+    good = "".join(f"2026-10-10T12:00:{s:02d}Z,{s},1\n" for s in range(10))
+    code, summary, con = _cli_ingest(tmp_path, "n.csv", "ts_utc,input_tokens,output_tokens\n" + good
+                                     + f"2026-10-10T12:01:00Z,{value},1\n")
+    assert code == 0 and (summary[0]["rows_read"], summary[0]["rows_loaded"], summary[0]["rows_quarantined"]) == (
+        11, 10, 1)
+    (row, rule), = _rules(con)
+    assert row == 11 and rule in ("tokens_not_integer", "tokens_above_context_limit", "tokens_negative")
+
+
+def test_json_lines_1e400_is_quarantined(tmp_path):
+    code, summary, con = _cli_ingest(
+        tmp_path, "j.jsonl", '{"ts_utc":"2026-10-10T12:00:00Z","input_tokens":1e400,"output_tokens":1}\n'
+                             '{"ts_utc":"2026-10-10T12:00:00Z","input_tokens":1,"output_tokens":1}\n')
+    assert code == 0 and summary[0]["rows_loaded"] == 1
+    assert _rules(con) == [(1, "tokens_not_integer")]
+
+
+def test_parquet_nan_and_uint64_tokens_are_quarantined(tmp_path):
+    path = tmp_path / "p.parquet"
+    con = duckdb.connect()
+    con.execute("copy (select * from (values (timestamptz '2026-10-10 12:00:00+00', 1::double, 1::ubigint), "
+                "(timestamptz '2026-10-10 12:00:01+00', 'nan'::double, 1::ubigint), "
+                "(timestamptz '2026-10-10 12:00:02+00', 1::double, 18446744073709551615::ubigint), "
+                "(timestamptz '2026-10-10 12:00:03+00', 'inf'::double, 1::ubigint)) "
+                "t(ts_utc, input_tokens, output_tokens)) to '" + str(path) + "' (format parquet)")
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "p.duckdb"), "--json"])
+    assert result.exit_code == 0, result.output
+    s = json.loads(result.stdout)[0]
+    assert (s["rows_read"], s["rows_loaded"], s["rows_quarantined"]) == (4, 1, 3)
+    assert _rules(duckdb.connect(str(tmp_path / "p.duckdb"))) == [
+        (2, "tokens_not_integer"), (3, "tokens_above_context_limit"), (4, "tokens_not_integer")]
+
+
+def test_tokens_beyond_the_integer_columns_with_a_huge_context_limit(tmp_path):
+    config = tmp_path / "capplan.toml"
+    config.write_text("[ingest]\ncontext_limit_tokens = 100000000000\n")
+    code, summary, con = _cli_ingest(tmp_path, "c.csv", "ts_utc,input_tokens,output_tokens\n"
+                                     "2026-10-10T12:00:00Z,3000000000,1\n2026-10-10T12:00:01Z,2147483647,1\n",
+                                     "--config", str(config))
+    assert code == 0 and (summary[0]["rows_loaded"], summary[0]["rows_quarantined"]) == (1, 1)
+    assert _rules(con) == [(1, "tokens_out_of_range")]
+    assert con.execute("select input_tokens from requests").fetchall() == [(2147483647,)]
+
+
+@pytest.mark.parametrize("column", ["latency_ms", "ttft_ms"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "Infinity"])
+def test_non_finite_latency_or_ttft_is_quarantined_and_the_profile_runs(tmp_path, column, value):
+    code, summary, con = _cli_ingest(tmp_path, "l.csv", f"ts_utc,input_tokens,output_tokens,{column}\n"
+                                     f"2026-10-10T12:00:00Z,1,1,100\n2026-10-10T12:00:01Z,1,1,{value}\n")
+    assert code == 0 and (summary[0]["rows_loaded"], summary[0]["rows_quarantined"]) == (1, 1)
+    assert _rules(con) == [(2, f"{column}_invalid")]
+    con.close()
+    profile = CliRunner().invoke(app, ["profile", "--db", str(tmp_path / "l.csv.duckdb")])
+    assert profile.exit_code == 0, profile.output
+
+
+@pytest.mark.parametrize("timezone", ["UTC", "Europe/Paris"])
+def test_special_timestamp_words_are_unparseable_not_1970(tmp_path, timezone):
+    words = ["epoch", " EPOCH ", "Epoch", "infinity", "-infinity", "allballs", "now", "today", "tomorrow",
+             "yesterday"]
+    code, summary, con = _cli_ingest(tmp_path, "e.csv", "ts_utc,input_tokens,output_tokens\n"
+                                     + "".join(f"{w},1,1\n" for w in words) + "2026-10-10 12:00:00,1,1\n",
+                                     "--timezone", timezone)
+    assert code == 0 and (summary[0]["rows_loaded"], summary[0]["rows_quarantined"]) == (1, len(words))
+    assert _rules(con) == [(i, "timestamp_unparseable") for i in range(1, len(words) + 1)]
+    # a real 1970 timestamp (digits) still parses; it loads with an implausible-range note
+    code, summary, _ = _cli_ingest(tmp_path, "t.csv", "ts_utc,input_tokens,output_tokens\n1970-01-01T00:00:00Z,1,1\n")
+    assert code == 0 and summary[0]["rows_loaded"] == 1 and "before 2000-01-01" in summary[0]["notes"][0]
