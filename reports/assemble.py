@@ -64,7 +64,7 @@ def headline(inputs: ReportInputs) -> pd.DataFrame:
     pools = pd.concat(frames, ignore_index=True)
     total = inputs.fleet.months
     bindings = pools.groupby("month")["binding"].agg(lambda b: b.iloc[0] if b.nunique() == 1 else MIXED)
-    gpus = pools.groupby("month")["gpu_type"].agg(lambda g: g.iloc[0] if g.nunique() == 1 else ALL_GPUS)
+    gpus = pools.groupby("month")["gpu_type"].agg(lambda g: _summary_gpu(list(g)))
     fleet = pd.DataFrame({"pool": FLEET, "month": total["month"], "gpu_type": total["month"].map(gpus),
                           "gpus_p50": total["gpus_p50"].astype(int), "gpus_p90": total["gpus_p90"].astype(int),
                           "cost_usd_p50": total["cost_usd_p50"].astype(float),
@@ -89,12 +89,13 @@ def _pool_budget(p: PoolPlan) -> pd.DataFrame:
 
 def budget(inputs: ReportInputs) -> pd.DataFrame:
     """The finance table: per month and pool (its GPU type), P50 GPU-hours and cost per option, P10/P90 totals
-    beside; then each month's total row (``pool = "total"``, ``gpu_type = "all"``), the sum of its pool rows."""
+    beside; then each month's total row (``pool = "total"``; ``gpu_type``: the pools' one type, else ``all``),
+    the sum of its pool rows."""
     pools = pd.concat([_pool_budget(p) for p in inputs.pools], ignore_index=True)
     numeric = pools.select_dtypes("number").columns
     total = pools.groupby("month", sort=True)[list(numeric)].sum().reset_index()
     total.insert(1, "pool", FLEET)
-    total.insert(2, "gpu_type", ALL_GPUS)
+    total.insert(2, "gpu_type", _summary_gpu(list(pools["gpu_type"])))
     total["throughput_source"] = "—"
     out = pd.concat([pools, total[pools.columns]], ignore_index=True)
     order = {name: i for i, name in enumerate([p.name for p in inputs.pools] + [FLEET])}
@@ -165,6 +166,11 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
                          f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes.",
                          charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
     return out
+
+
+def _summary_gpu(types: list[str]) -> str:
+    """The GPU type of a total row: the pools' one type, or ``all`` when they run on several."""
+    return types[0] if len(set(types)) == 1 else ALL_GPUS
 
 
 def _summary(values: list[str]) -> str:

@@ -49,7 +49,8 @@ class HeadlineSchema(pa.DataFrameModel):
 class BudgetSchema(pa.DataFrameModel):
     """The finance table: per month, pool and GPU type, GPUs and GPU-hours and cost per option.
 
-    Each month also has a total row (``pool == "total"``, ``gpu_type == "all"``), the sum of its pool rows.
+    Each month also has a total row (``pool == "total"``; ``gpu_type`` the pools' one type, else ``"all"``),
+    the sum of its pool rows.
 
     Besides the fixed columns it has ``gpu_hours_<option>`` [GPU-h] and
     ``cost_usd_<option>`` [USD] for each purchasing option; ``total_cost_usd``

@@ -166,7 +166,7 @@ class FleetPlan:
                          "reserved_gpus_shared": c.reserved_gpus,
                          "reserved_gpus_per_pool": int(sum(c.per_pool_reserved_gpus.values())),
                          "cost_usd_shared": c.cost_usd, "cost_usd_per_pool": c.per_pool_cost_usd,
-                         "saving_usd": c.saving_usd})
+                         "saving_usd": round(c.saving_usd, 2)})  # cents: float noise of equal costs shows as 0
         return pd.DataFrame(rows, columns=["gpu_type", "pools", "reserved_gpus_shared", "reserved_gpus_per_pool",
                                            "cost_usd_shared", "cost_usd_per_pool", "saving_usd"])
 

@@ -108,3 +108,34 @@ def test_config_memory_settings_reach_the_kv_terms(tmp_path):
                           "--kv-tokens", "2000", "--config", str(cfg), "--json").stdout)
     assert data["tensor_parallel"] == 4
     assert data["kv_bytes_per_token"] == 2 * 80 * 2 * 128 * 1   # 8 KV heads over 4 GPUs, 1 byte each in fp8
+
+
+def test_pools_flag_sizes_every_pool_of_the_config(tmp_path):
+    """Each [[pools]] entry at the same load with its own settings; the auto pool equals its cheapest option."""
+    from capplan.config import load_config
+    from capplan.plan.pools import config_pools, gpu_options, pool_fleet_spec
+    from capplan.sizing.cost.prices import load_price_book
+    from capplan.sizing.fleet import size_fleet
+
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text('[sizing]\nspares = 0\n'
+                        '[[pools]]\nname = "chat"\nmodel = "llama-3.1-8b"\ngpu = "A100-SXM-80GB"\n'
+                        '[[pools]]\nname = "big"\nmodel = "llama-3.1-70b"\ngpu = "auto"\ntensor_parallel = "auto"\n'
+                        'spares = 1\n')
+    load = ["--peak-qps", "20", "--latency-s", "5", "--output-tokens", "300", "--input-tokens", "1000"]
+    result = run("size", "--config", str(cfg_file), "--pools", *load, "--json")
+    assert result.exit_code == 0, result.output
+    chat, big = json.loads(result.stdout)
+    assert (chat["pool"], chat["gpu"], chat["model"], chat["spares"]) == ("chat", "A100-SXM-80GB", "llama-3.1-8b", 0)
+    assert (big["pool"], big["model"], big["spares"]) == ("big", "llama-3.1-70b", 1) and big["tensor_parallel"] >= 2
+    cfg = load_config(cfg_file)
+    book = load_price_book(cfg.cost.price_book)
+    costs = {}
+    for gpu, tp in gpu_options(cfg, config_pools(cfg)[1]):
+        try:
+            f = size_fleet(peak_qps=20, latency_s=5, output_tokens_per_request=300, input_tokens_per_request=1000,
+                           spec=pool_fleet_spec(cfg, config_pools(cfg)[1], gpu, tp))
+        except ValueError:
+            continue
+        costs[(gpu, f.tensor_parallel)] = f.total_gpus * book.gpu(gpu).reserved_usd_per_gpu_hour("1y")
+    assert (big["gpu"], big["tensor_parallel"]) == min(costs, key=costs.get)

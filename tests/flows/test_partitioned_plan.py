@@ -58,7 +58,12 @@ def test_report_figures_equal_the_single_process_plan(planned_report, partitione
     reference, _ = planned_report
     folder, _, _ = partitioned_report
     assert folder.name == reference.name  # the same first month
-    for table in ("budget.csv", "forecast.csv"):
+    budget = pd.read_csv(folder / "budget.csv")
+    assert budget["Pool"].nunique() == 4  # three pools (one per log model) and the totals, as in the reference
+    for table in ("budget.csv", "forecast.csv", "plan.json"):
+        if table == "plan.json":
+            assert (folder / table).read_text() == (reference / table).read_text()
+            continue
         pd.testing.assert_frame_equal(pd.read_csv(folder / table), pd.read_csv(reference / table), check_exact=True)
     # every figure of the report: headline, budget, measured inputs, SLO budgets and alerts, drift findings
     assert _figures((folder / "report.md").read_text()) == _figures((reference / "report.md").read_text())

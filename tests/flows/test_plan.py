@@ -32,13 +32,16 @@ from capplan.sizing.fleet import size_fleet
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def _stage_results(cfg, folder):
-    """GPUs and cost per month from the stage functions, given the run's forecast and measured mix."""
+def _stage_results(cfg, folder, model):
+    """GPUs and cost per month of one model's pool from the stage functions, given the run's forecast of that
+    pool and the mix measured from the same database (no [[pools]]: each log model is its own pool, sized as its
+    own architecture on [sizing].gpu)."""
     fc = pd.read_csv(folder / "forecast.csv", index_col="hour_utc", parse_dates=True)
+    fc = fc[fc["pool"] == model].drop(columns="pool")
     with connect(cfg.database.path, read_only=True) as con:
-        hourly = hourly_traffic(con, model="__all__")
-        m = measure_inputs(con, hourly, cfg)
-    spec = cfg.sizing.fleet_spec()  # the record the CLI and the flow build, from the same [sizing]
+        hourly = hourly_traffic(con, model=model)
+        m = measure_inputs(con, hourly, cfg, models=[model])
+    spec = cfg.sizing.fleet_spec(model=model)  # the [sizing] record with the pool's architecture
 
     def fleet(qps: float) -> int:
         return size_fleet(peak_qps=qps, latency_s=m.latency_s, output_tokens_per_request=m.output_tokens_per_request,
@@ -58,20 +61,43 @@ def _stage_results(cfg, folder):
     return planned, gpus, costs
 
 
-def test_report_headline_equals_the_stage_functions(planned_report):
+MODELS = ("llama-3.1-70b", "llama-3.1-8b", "qwen2.5-7b")  # the generated logs' models: three pools
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_pools_budget_equals_the_stage_functions(planned_report, model):
     folder, cfg = planned_report
     budget = pd.read_csv(folder / "budget.csv")
-    planned, gpus, costs = _stage_results(cfg, folder)
-    assert budget["Month"].tolist() == planned == [folder.name, str(pd.Period(folder.name) + 1)]
-    assert budget["GPUs P50"].tolist() == gpus["P50"].astype(int).tolist()
-    assert budget["GPUs P90"].tolist() == gpus["P90"].astype(int).tolist()
+    rows = budget[budget["Pool"] == model]
+    planned, gpus, costs = _stage_results(cfg, folder, model)
+    assert rows["Month"].tolist() == planned == [folder.name, str(pd.Period(folder.name) + 1)]
+    assert (rows["GPU type"] == cfg.sizing.gpu).all() and (rows["Throughput source"] == "assumed").all()
+    assert rows["GPUs P50"].tolist() == gpus["P50"].astype(int).tolist()
+    assert rows["GPUs P90"].tolist() == gpus["P90"].astype(int).tolist()
     for level, column in (("P50", "Total cost [USD]"), ("P10", "Total cost P10 [USD]"), ("P90", "Total cost P90 [USD]")):
         expected = [mc.total_cost_usd for mc in costs[level].months]
-        assert budget[column].to_numpy() == pytest.approx(expected, abs=0.01)  # CSV rounds to cents
+        assert rows[column].to_numpy() == pytest.approx(expected, abs=0.01)  # CSV rounds to cents
     html = (folder / "report.html").read_text()
-    assert f'id="reserved">{costs["P50"].reserved_gpus}<' in html
-    first = budget.iloc[0]
-    assert f"<td>{first['Month']}</td><td class=\"num\">{first['GPUs P50']}</td>" in html
+    first = rows.iloc[0]
+    assert f"<td>{model}</td><td>{first['Month']}</td><td>{cfg.sizing.gpu}</td><td class=\"num\">{first['GPUs P50']}</td>" in html
+
+
+def test_budget_has_a_row_per_month_and_pool_and_totals_that_sum(planned_report):
+    folder, _ = planned_report
+    budget = pd.read_csv(folder / "budget.csv")
+    months = sorted(budget["Month"].unique())
+    assert len(budget) == len(months) * (len(MODELS) + 1)
+    assert set(budget["Pool"]) == {*MODELS, "total"}
+    numeric = [c for c in budget.columns if pd.api.types.is_numeric_dtype(budget[c])]
+    pools = budget[budget["Pool"] != "total"].groupby("Month")[numeric].sum()
+    total = budget[budget["Pool"] == "total"].set_index("Month")[numeric]
+    pd.testing.assert_frame_equal(pools, total.loc[pools.index], check_exact=False, atol=0.05, check_dtype=False)
+    plan = json.loads((folder / "plan.json").read_text())
+    assert [p["pool"] for p in plan["pools"]] == list(MODELS)
+    assert [t["gpus_p50"] for t in plan["totals"]] == total["GPUs P50"].tolist()
+    html = (folder / "report.html").read_text()
+    reserved = sum(c["reserved_gpus_shared"] for c in plan["commitments"])
+    assert f'id="reserved">{reserved}<' in html
 
 
 def test_finance_files_open_with_pandas_and_add_up(planned_report):
@@ -86,17 +112,18 @@ def test_finance_files_open_with_pandas_and_add_up(planned_report):
         assert all(pd.api.types.is_numeric_dtype(table[c]) for c in cost_cols + hour_cols + ["GPUs P50"])
         assert table[cost_cols].sum(axis=1).to_numpy() == pytest.approx(table["Total cost [USD]"], abs=0.03)
         assert (table["Total cost P10 [USD]"] <= table["Total cost P90 [USD]"]).all()
-    # Reserved GPU-hours are the commitment times the hours of each month.
-    hours = np.array([pd.Period(m).days_in_month * 24 for m in csv["Month"]])
-    reserved = csv["GPU-hours reserved [GPU-h]"].to_numpy() / hours
-    assert np.allclose(reserved, reserved[0]) and float(reserved[0]).is_integer()
+    # Reserved GPU-hours are each pool's commitment times the hours of each month.
+    for _pool, rows in csv[csv["Pool"] != "total"].groupby("Pool"):
+        hours = np.array([pd.Period(m).days_in_month * 24 for m in rows["Month"]])
+        reserved = rows["GPU-hours reserved [GPU-h]"].to_numpy() / hours
+        assert np.allclose(reserved, reserved[0]) and float(reserved[0]).is_integer()
 
 
 def test_report_folder_holds_every_output_and_the_resolved_config(planned_report):
     folder, cfg = planned_report
     names = {p.name for p in folder.iterdir()}
     assert {"report.html", "report.md", "budget.csv", "budget.xlsx", "config.json", "forecast.csv", "charts"} <= names
-    assert len(list((folder / "charts").glob("*.png"))) == 7 + len(cfg.slos)
+    assert len(list((folder / "charts").glob("*.png"))) == 8 + len(cfg.slos)  # per-pool small multiples + fleet
     resolved = CapplanConfig.model_validate_json((folder / "config.json").read_text())
     assert resolved == cfg
     md = (folder / "report.md").read_text()
@@ -120,6 +147,9 @@ def test_artifacts_are_published(planned_report):
     assert "charts/" not in summary.data  # no broken images
     tables = _artifacts(f"{key}-budget")
     assert tables and all(t.type == "table" for t in tables)
+    for model in MODELS:  # one budget table per pool
+        key_part = "".join(ch if ch.isalnum() else "-" for ch in model)
+        assert _artifacts(f"{key}-pool-{key_part}"), model
 
 
 def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_report):
@@ -130,7 +160,9 @@ def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_r
     config_file = folder.parent.parent / "capplan.toml"
     result = CliRunner().invoke(app, ["plan", "--config", str(config_file), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["report_dir"] == str(folder)
+    out = json.loads(result.stdout)
+    assert out["report_dir"] == str(folder)
+    assert [p["pool"] for p in out["pools"]] == list(MODELS) and len(out["totals"]) == 2  # per pool and totals
     for stage in tasks.STAGES:  # one progress row per stage
         assert re.search(rf"✓ {re.escape(stage)}\s+\d+\.\d s", result.stderr), stage
     with connect(cfg.database.path, read_only=True) as con:

@@ -139,11 +139,16 @@ def test_report_html_renders_in_chromium_without_errors(planned_report, tmp_path
     broken = [img["alt"] for img in result["images"] if not img["complete"] or img["width"] == 0]
     assert broken == []
     budget = pd.read_csv(folder / "budget.csv")
-    first = budget.iloc[0]
-    reserved = first["GPU-hours reserved [GPU-h]"] / (pd.Period(first["Month"]).days_in_month * 24)
     text = result["headline"]
-    assert f"{first['Month']}\t{first['GPUs P50']}\t{first['GPUs P90']}\t{first['Total cost [USD]']:,.0f}" in text
-    assert f"Recommended reserved commitment: {reserved:.0f} " in text
+    for _, row in budget.iterrows():  # every pool's row and the fleet's total rows
+        assert (f"{row['Pool']}\t{row['Month']}\t{row['GPU type']}\t{row['GPUs P50']}\t{row['GPUs P90']}\t"
+                f"{row['Total cost [USD]']:,.0f}") in text
+    first = budget[budget["Pool"] != "total"].groupby("Pool").first()  # each pool's first month
+    hours = [pd.Period(m).days_in_month * 24 for m in first["Month"]]
+    per_pool = int(round(sum(first["GPU-hours reserved [GPU-h]"] / hours)))
+    # no [[pools]] in the test config: every pool is on [sizing].gpu, so the shared count is at most the per-pool sum
+    shared = int(re.search(r"Recommended reserved commitment: (\d+) ", text).group(1))
+    assert 0 < shared <= per_pool
     assert result["title"].startswith(f"Capacity plan {folder.name}")
     assert (folder / "screenshot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
