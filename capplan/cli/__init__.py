@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "forecast",
     "loadtest",
     "perf",
+    "metrics",
 ]
 
 app = typer.Typer(
