@@ -127,6 +127,9 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
         out: dict = defaultdict(lambda: np.zeros(n * HOUR_S // source.step_s))
         for s in series:
             key = s.labels.get(source.model_label, "unknown")
+            if extra and extra not in s.labels:
+                raise MetricsError(f"{source.url}: a series of a histogram's buckets has no {extra!r} label: "
+                                   f"{s.labels}")
             key = (key, float(s.labels[extra])) if extra else key
             out[key] += hourly_increases(s.ts_s, s.value, start_s, n, source.step_s)
         return out

@@ -8,6 +8,7 @@ import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import numpy as np
@@ -138,6 +139,12 @@ class PrometheusServer:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+
+@pytest.fixture(scope="session")
+def spec() -> SimpleNamespace:
+    """The generated traffic's constants (tests cannot import conftest)."""
+    return SimpleNamespace(start=START, days=DAYS, step_s=STEP_S, models=MODELS, token_le=TOKEN_LE)
 
 
 @pytest.fixture(scope="session")

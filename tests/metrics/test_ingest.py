@@ -15,37 +15,31 @@ from capplan.metrics.client import MetricsError, PrometheusClient
 from capplan.metrics.hourly import bucket_relative_error
 from capplan.metrics.ingest import ingest_metrics
 
-from .conftest import DAYS, MODELS, START, STEP_S, TOKEN_LE  # noqa: F401  (importlib mode: see below)
 
 
-def _source(url: str, **kw) -> MetricsSourceConfig:
-    return MetricsSourceConfig(name="prom", url=url, step_s=STEP_S, timeout_s=10, retries=0, **kw)
+def _source(url: str, spec, **kw) -> MetricsSourceConfig:
+    return MetricsSourceConfig(name="prom", url=url, step_s=spec.step_s, timeout_s=10, retries=0, **kw)
 
 
-def _expected_hourly(traffic) -> dict:
-    out = {}
-    for model, rows in traffic.items():
-        hour = rows["step"] * STEP_S // 3600
-        out[model] = np.bincount(hour, minlength=DAYS * 24)
-    return out
+def _expected_hourly(traffic, spec) -> dict:
+    return {model: np.bincount(rows["step"] * spec.step_s // 3600, minlength=spec.days * 24)
+            for model, rows in traffic.items()}
 
 
-END = START + timedelta(days=DAYS)
-
-
-def test_hourly_counts_exact_and_percentiles_within_bound(prometheus, traffic, tmp_path):
+def test_hourly_counts_exact_and_percentiles_within_bound(prometheus, traffic, spec, tmp_path):
+    START, END, DAYS, STEP_S = spec.start, spec.start + timedelta(days=spec.days), spec.days, spec.step_s
     con = connect(tmp_path / "m.duckdb")
-    summary = ingest_metrics(con, _source(prometheus.url, max_points_per_query=2 * 3600 // STEP_S * 24), START, END)
-    assert summary.hours_stored == DAYS * 24 and summary.models == sorted(MODELS)
+    summary = ingest_metrics(con, _source(prometheus.url, spec, max_points_per_query=2 * 3600 // STEP_S * 24), START, END)
+    assert summary.hours_stored == DAYS * 24 and summary.models == sorted(spec.models)
     hourly = profile.hourly_traffic(con)
-    for model, expected in _expected_hourly(traffic).items():
+    for model, expected in _expected_hourly(traffic, spec).items():
         got = hourly[hourly["model"] == model].sort_values("hour_utc")["requests"].to_numpy()
         np.testing.assert_array_equal(got, expected)  # the counter reset included
         tokens = con.execute("select sum(input_tokens_sum) from fct_traffic_hourly where model = ?", [model]).fetchone()[0]
         assert tokens == traffic[model]["input_tokens"].sum()
-    bound = bucket_relative_error(TOKEN_LE)
+    bound = bucket_relative_error(spec.token_le)
     dist = profile.token_distribution(con, grain="month")
-    for model in MODELS:
+    for model in spec.models:
         row = dist[dist["model"] == model].iloc[0]
         x = np.sort(traffic[model]["input_tokens"])
         for q, col in ((0.5, "input_tokens_p50"), (0.9, "input_tokens_p90"), (0.99, "input_tokens_p99")):
@@ -54,9 +48,10 @@ def test_hourly_counts_exact_and_percentiles_within_bound(prometheus, traffic, t
     con.close()
 
 
-def test_resumes_after_server_stopped_mid_ingest(prometheus, traffic, tmp_path):
+def test_resumes_after_server_stopped_mid_ingest(prometheus, traffic, spec, tmp_path):
+    START, END, DAYS, STEP_S = spec.start, spec.start + timedelta(days=spec.days), spec.days, spec.step_s
     con = connect(tmp_path / "m.duckdb")
-    source = _source(prometheus.url, max_points_per_query=24 * 3600 // STEP_S + 1)  # one day per chunk
+    source = _source(prometheus.url, spec, max_points_per_query=24 * 3600 // STEP_S + 1)  # one day per chunk
     ingest_metrics(con, source, START, START + timedelta(days=2))
     prometheus.stop()
     with pytest.raises(MetricsError, match=r"127\.0\.0\.1.*query_range query='vllm:request_success_total'.*cannot reach"):
@@ -67,7 +62,7 @@ def test_resumes_after_server_stopped_mid_ingest(prometheus, traffic, tmp_path):
     summary = ingest_metrics(con, source, START, END)
     assert (summary.hours_skipped, summary.hours_stored) == (48, (DAYS - 2) * 24)
     hourly = profile.hourly_traffic(con, model="__all__").sort_values("hour_utc")["requests"].to_numpy()
-    np.testing.assert_array_equal(hourly, sum(_expected_hourly(traffic).values()))
+    np.testing.assert_array_equal(hourly, sum(_expected_hourly(traffic, spec).values()))
     con.close()
 
 
