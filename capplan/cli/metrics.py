@@ -10,6 +10,7 @@ from capplan.cli._common import CONFIG_OPTION, DB_OPTION, JSON_OPTION, console, 
 
 FROM_OPTION = typer.Option(..., "--from", help="First day or hour to ingest, UTC (ISO 8601, e.g. 2026-11-01).")
 TO_OPTION = typer.Option(None, "--to", help="End, exclusive, UTC (default: now; only completed hours are stored).")
+MAP_OPTION = typer.Option([], "--map", help="CANONICAL=COLUMN, e.g. ts_utc=hour or model=series_id; repeatable.")
 SOURCE_OPTION = typer.Option(None, "--source", help="Only this [[metrics.sources]] name (default: all).")
 
 
@@ -53,3 +54,31 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[bold]{r['source']}[/]: {r['hours_stored']} hour(s) stored in {r['chunks']} chunk(s), "
                               f"{r['hours_skipped']} already stored; {r['requests']} requests; models: "
                               f"{', '.join(r['models']) or '—'}", highlight=False)
+
+    @app.command("ingest-rates")
+    def ingest_rates_command(file: Path = typer.Argument(..., help="CSV or Parquet: ts_utc, requests or qps, "
+                                                         "optional input_tokens, output_tokens, model."),
+                             config: Path = CONFIG_OPTION, db: Path = DB_OPTION, mapping: list[str] = MAP_OPTION,
+                             json_out: bool = JSON_OPTION) -> None:
+        """Load a request-rate series into the hourly traffic roll-up (forecast and the plan's throughput side)."""
+        from capplan.db import connect
+        from capplan.metrics.client import MetricsError
+        from capplan.metrics.rates import ingest_rates
+
+        pairs = [m.partition("=") for m in mapping]
+        if any(not (k and eq and v) for k, eq, v in pairs):
+            fail(f"--map expects CANONICAL=COLUMN, got {mapping}", code=2)
+        cfg = load(config)
+        con = connect(db_path(cfg, db))
+        try:
+            result = ingest_rates(con, file, {k.strip(): v.strip() for k, _, v in pairs})
+        except MetricsError as exc:
+            fail(str(exc))
+        finally:
+            con.close()
+        if json_out:
+            print_json(result)
+        else:
+            console.print(f"{result['file']}: {result['rows']} rows every {result['interval_s']} s -> {result['hours']} "
+                          f"hour(s), {result['requests']} requests, models: {', '.join(result['models'])}",
+                          highlight=False)

@@ -85,7 +85,7 @@ def ingest_metrics(con: duckdb.DuckDBPyConnection, source: MetricsSourceConfig, 
     models: set[str] = set()
     for chunk in _chunks(todo, max(1, (source.max_points_per_query - 1) * source.step_s // HOUR_S)):
         tables = _fetch_chunk(client, source, names, chunk)
-        _store_chunk(con, source.name, chunk, tables)
+        store_hours(con, source.name, chunk, tables)
         summary.chunks += 1
         summary.hours_stored += len(chunk)
         all_rows = tables["traffic"][tables["traffic"]["model"] == ALL]
@@ -211,8 +211,11 @@ def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: in
     return pd.DataFrame(rows, columns=["hour_utc", "model", "concurrency_peak"])
 
 
-def _store_chunk(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetime], tables: dict) -> None:
-    """Replace the chunk's hours in the roll-ups and record them in the ledger: one transaction."""
+def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetime], tables: dict) -> None:
+    """Replace the hours' rows in the roll-ups and record them in the ledger under ``source``: one transaction.
+
+    ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``.
+    """
     hours = [_naive(h) for h in chunk]
     now = datetime.now(UTC).replace(tzinfo=None)
     con.begin()
