@@ -346,9 +346,38 @@ class ClusterConfig(_Section):
                     "partition per file). Their rows are rolled up per partition; only roll-ups reach the database.")
 
 
+class MetricsSourceConfig(_Section):
+    """One Prometheus server exporting an LLM engine's metrics (``[[metrics.sources]]``, docs/metrics.md)."""
+
+    name: str = Field(description="Source name recorded in the metrics ledger.")
+    url: str = Field(description="Prometheus base URL, e.g. http://prometheus:9090 (the API is under /api/v1).")
+    bearer_token_file: Path | None = Field(None, description="File holding a bearer token sent as Authorization.")
+    tls_verify: bool = Field(True, description="Verify the server's TLS certificate.")
+    ca_file: Path | None = Field(None, description="CA bundle to verify the server's certificate against.")
+    flavour: Literal["vllm", "sglang", "tgi"] = Field("vllm", description="Engine whose metric-name preset to use.")
+    metric_names: dict[str, str] = Field(
+        default_factory=dict, description="Overrides of the preset, role -> metric name (capplan.metrics.presets).")
+    selector: str = Field("", description="PromQL label matchers added to every query, e.g. job=\"vllm\",env=\"prod\".")
+    model_label: str = Field("model_name", description="Label naming the served model.")
+    pool_label: str | None = Field(None, description="Label naming the pool or zone (kept in the ledger only).")
+    step_s: int = Field(60, ge=1, le=3600, description="Query step; set it to the scrape interval (finest step).",
+                        json_schema_extra={"unit": "s"})
+    timeout_s: float = Field(30.0, gt=0, description="Timeout of one HTTP request.", json_schema_extra={"unit": "s"})
+    retries: int = Field(2, ge=0, description="Retries of a query after a connection error, timeout or 5xx.",
+                         json_schema_extra={"unit": "count"})
+    max_points_per_query: int = Field(10_000, ge=2, le=11_000, description="Bound on samples per series per "
+                                      "range query (Prometheus refuses more than 11,000).",
+                                      json_schema_extra={"unit": "samples"})
+
+
+class MetricsConfig(_Section):
+    sources: list[MetricsSourceConfig] = Field(default_factory=list, description="Prometheus servers to ingest.")
+
+
 class CapplanConfig(_Section):
     database: DatabaseConfig = DatabaseConfig()
     ingest: IngestConfig = IngestConfig()
+    metrics: MetricsConfig = MetricsConfig()
     profile: ProfileConfig = ProfileConfig()
     forecast: ForecastConfig = ForecastConfig()
     sizing: SizingConfig = SizingConfig()

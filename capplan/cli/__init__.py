@@ -28,6 +28,7 @@ COMMAND_MODULES: list[str] = [
     "loadtest",
     "perf",
     "backtest",
+    "metrics",
 ]
 
 app = typer.Typer(

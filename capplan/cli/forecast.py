@@ -46,6 +46,9 @@ def register(app: typer.Typer) -> None:
         results: dict[str, Any] = {}
         for name, y in series.items():
             horizon = horizon_days * 24 if TARGETS[name][0] == "hourly" else horizon_days
+            if not y.notna().any():  # e.g. tokens of a rate series (capplan ingest-rates): unknown, not zero
+                results[name] = {"skipped": "no observed values (unknown in this database; the plan assumes config)"}
+                continue
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # notes are reported in the output instead
@@ -107,6 +110,9 @@ def _print_tables(results: dict[str, Any], levels) -> None:
     """A few lines per target: the choice, its backtest, the forecast's start and end, the candidates."""
     lv = 80 if 80 in levels else min(levels)
     for name, r in results.items():
+        if "skipped" in r:
+            console.print(f"[bold]{name}[/]: not forecast: {r['skipped']}", highlight=False)
+            continue
         first, last = r["forecast"][0], r["forecast"][-1]
         cov = r["interval_coverage_cv"].get(str(lv))
         console.print(f"[bold]{name}[/] \\[{r['unit']}]: last observed {r['history']['last_value']:.4g} "

@@ -1,0 +1,55 @@
+"""Metric names of the LLM engines' Prometheus exporters, by role (overridable per source).
+
+Roles: ``requests`` (a counter of finished requests), ``input_tokens`` / ``output_tokens`` (counters of
+tokens; ``None`` where the engine has none and the token histogram's ``_sum`` stands in),
+``input_tokens_hist`` / ``output_tokens_hist`` / ``ttft_hist`` / ``tpot_hist`` / ``latency_hist``
+(histogram base names: ``_bucket``, ``_sum`` and ``_count`` are appended) and ``running`` (a gauge of
+requests in flight). Times are in seconds in every engine.
+
+Sources (checked December 2026):
+- vLLM: the names listed in issue 23 (vLLM's "Production Metrics" page, ``vllm:`` prefix).
+- SGLang: docs.sglang.io/references/production_metrics (``sglang:`` prefix); the token
+  histograms exist only with ``--collect-tokens-histogram``.
+- TGI: huggingface.co/docs/text-generation-inference/reference/metrics (``tgi_`` prefix); TGI has no
+  token counters, so token sums come from the length histograms' ``_sum``.
+"""
+
+from __future__ import annotations
+
+ROLES = ("requests", "input_tokens", "output_tokens", "input_tokens_hist", "output_tokens_hist",
+         "ttft_hist", "tpot_hist", "latency_hist", "running")
+
+PRESETS: dict[str, dict[str, str | None]] = {
+    "vllm": {"requests": "vllm:request_success_total", "input_tokens": "vllm:prompt_tokens_total",
+             "output_tokens": "vllm:generation_tokens_total",
+             "input_tokens_hist": "vllm:request_prompt_tokens", "output_tokens_hist": "vllm:request_generation_tokens",
+             "ttft_hist": "vllm:time_to_first_token_seconds", "tpot_hist": "vllm:time_per_output_token_seconds",
+             "latency_hist": "vllm:e2e_request_latency_seconds", "running": "vllm:num_requests_running"},
+    "sglang": {"requests": "sglang:num_requests_total", "input_tokens": "sglang:prompt_tokens_total",
+               "output_tokens": "sglang:generation_tokens_total",
+               "input_tokens_hist": "sglang:prompt_tokens_histogram",
+               "output_tokens_hist": "sglang:generation_tokens_histogram",
+               "ttft_hist": "sglang:time_to_first_token_seconds", "tpot_hist": "sglang:inter_token_latency_seconds",
+               "latency_hist": "sglang:e2e_request_latency_seconds", "running": "sglang:num_running_reqs"},
+    "tgi": {"requests": "tgi_request_success", "input_tokens": None, "output_tokens": None,
+            "input_tokens_hist": "tgi_request_input_length", "output_tokens_hist": "tgi_request_generated_tokens",
+            "ttft_hist": None, "tpot_hist": "tgi_request_mean_time_per_token_duration",
+            "latency_hist": "tgi_request_duration", "running": "tgi_batch_current_size"},
+}
+"""Flavour -> role -> metric name (``None``: the engine does not export it)."""
+
+
+def metric_names(flavour: str, overrides: dict[str, str] | None = None) -> dict[str, str | None]:
+    """The preset of ``flavour`` with ``overrides`` (role -> name) applied.
+
+    Raises
+    ------
+    ValueError
+        For an unknown flavour or role, naming the valid ones.
+    """
+    if flavour not in PRESETS:
+        raise ValueError(f"unknown metrics flavour {flavour!r}; valid: {sorted(PRESETS)}")
+    bad = sorted(set(overrides or {}) - set(ROLES))
+    if bad:
+        raise ValueError(f"unknown metric role(s) {bad} in metric_names; valid: {list(ROLES)}")
+    return {**PRESETS[flavour], **(overrides or {})}

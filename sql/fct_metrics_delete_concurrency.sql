@@ -1,0 +1,2 @@
+-- drop the concurrency roll-up rows of the hours a metrics chunk is about to store.
+delete from fct_concurrency_hourly where hour_utc = any($hours)
