@@ -18,7 +18,7 @@ from prefect import flow
 from capplan.config import CapplanConfig
 from capplan.plan.assumptions import assumptions_table
 from capplan.plan.calendar import plan_months
-from capplan.plan.notes import ingest_notes
+from capplan.plan.notes import coverage_notes, ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
 from capplan.flows.tasks import (announce, build_report, check_slos, cost_months, draw_charts, find_drift,
@@ -46,14 +46,21 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     hourly, daily = profile_traffic(config)
     measured = measure_request_mix(config, hourly)
     months = plan_months(measured.last_ts_utc, config.forecast.horizon_months, month)
-    forecast = forecast_qps(hourly, months, config)
+    demand = forecast_qps(hourly, months, config, measured)  # s7-honest: the history policy's demand
+    forecast = demand.forecast
+    honest = list(measured.notes) + coverage_notes(measured.defaulted, config.slos) + list(demand.notes)  # s7-honest
+    for note in honest:
+        announce("forecast", note)
+    notes += honest
     spec = config.sizing.fleet_spec()
-    sized = size_months(forecast, months, spec, measured)
+    sized = size_months(forecast, months, spec, measured, demand.peaks)
     costs = cost_months(forecast, months, config, spec, measured)
     slos = check_slos(config)
     drift = find_drift(config)
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, measured=measured,
-                          assumptions=assumptions_table(config, measured.table()), forecast=forecast,
+                          assumptions=assumptions_table(config, measured.table(),
+                                                        measured.sourced() | demand.assumptions()),  # s7-honest
+                          forecast=forecast,
                           sized=sized, costs=costs, slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes))
     report = build_report(inputs, draw_charts(inputs))

@@ -25,7 +25,7 @@ from prefect.cache_policies import NONE
 
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
-from capplan.plan import costing, evidence, fleet, inputs, traffic
+from capplan.plan import costing, demand, evidence, fleet, inputs, traffic
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
@@ -108,16 +108,17 @@ def measure_request_mix(cfg: CapplanConfig, hourly: pd.DataFrame) -> inputs.Meas
 
 
 @_stage("forecast")
-def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig) -> pd.DataFrame:
-    """Forecast hourly mean QPS to the end of the last planned month."""
-    return traffic.forecast_hourly_qps(hourly, months, cfg)
+def forecast_qps(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig,
+                 measured: inputs.MeasuredInputs) -> demand.PlanDemand:
+    """Forecast hourly mean QPS and each month's design peak, as far as the history allows."""
+    return demand.plan_demand(hourly, months, cfg, measured.burst_ratio)  # s7-honest: history policy
 
 
 @_stage("size")
 def size_months(forecast: pd.DataFrame, months: list[str], spec: FleetSpec,
-                measured: inputs.MeasuredInputs) -> fleet.SizedFleet:
+                measured: inputs.MeasuredInputs, peaks: pd.DataFrame | None = None) -> fleet.SizedFleet:
     """Size the fleet for each month's P10/P50/P90 peak."""
-    return fleet.size_months(forecast, months, spec, measured)
+    return fleet.size_months(forecast, months, spec, measured, peaks)
 
 
 @_stage("cost")

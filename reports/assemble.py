@@ -76,12 +76,14 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
     fc, hourly = inputs.forecast, inputs.hourly
     since = hourly["hour_utc"].max() - pd.Timedelta(days=HISTORY_DAYS_SHOWN)
     recent = hourly[hourly["hour_utc"] > since].set_index("hour_utc")["avg_qps"]
+    shown = _shown_span(recent)  # s7-honest: the caption says what exists, not HISTORY_DAYS_SHOWN
     first = inputs.sized.first_p50
     out = [
         Chart("qps-forecast", "Hourly QPS and forecast",
-              f"Mean QPS per hour, last {HISTORY_DAYS_SHOWN} days and the forecast to the end of the horizon "
+              f"Mean QPS per hour, {shown} and the forecast to the end of the horizon "
               f"(model: {fc.attrs.get('model', '?')}); shaded: prediction intervals. The fleet is sized for the "
-              f"month's busiest hour times the measured peak-to-mean ratio of requests in flight "
+              f"month's busiest hour times the {inputs.measured.sources.get('burst_ratio', 'measured')} peak-to-mean "
+              f"ratio of requests in flight "
               f"({inputs.measured.burst_ratio:.2f}).",
               charts.chart_png(charts.plot_qps_forecast, recent, fc, levels=_levels(fc))),
         Chart("peak-to-average", "Daily peak-to-average",
@@ -99,7 +101,8 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
               f"P50 monthly cost of each purchasing option with {inputs.costs['P50'].reserved_gpus} reserved GPUs.",
               charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs.costs["P50"]))),
         Chart("latency-utilisation", "Latency against utilisation",
-              "Mean latency as utilisation rises (service time = measured mean latency); the dot is the target "
+              "Mean latency as utilisation rises (service time = "
+              f"{inputs.measured.sources.get('latency_s', 'measured')} mean latency); the dot is the target "
               "utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
               charts.chart_png(charts.plot_hockey_stick, inputs.sized.latency, first.target_utilisation,
                                inputs.sized.operating_latency_s)),
@@ -146,6 +149,14 @@ def _tables(inputs: ReportInputs) -> list[Table]:
                  else ".")),
         Table("Drift findings", inputs.drift.findings, inputs.drift.caption),
     ]
+
+
+def _shown_span(recent: pd.Series) -> str:
+    """"the last N days" (or hours) of history the chart shows, as much as exists."""
+    hours = len(recent)
+    if hours >= HISTORY_DAYS_SHOWN * 24:
+        return f"last {HISTORY_DAYS_SHOWN} days"
+    return f"all {hours} hours of history" if hours < 48 else f"all {hours / 24:.1f} days of history"
 
 
 def _levels(fc: pd.DataFrame) -> list[int]:

@@ -16,7 +16,7 @@ from pandera.typing import Series
 
 MONTH_REGEX = r"^\d{4}-(0[1-9]|1[0-2])$"
 BINDINGS = ("throughput", "memory")
-SOURCES = ("measured", "assumed")
+SOURCES = ("measured", "modelled", "assumed")
 
 
 class HeadlineSchema(pa.DataFrameModel):
