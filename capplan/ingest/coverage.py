@@ -68,7 +68,7 @@ class DefaultedColumn:
 
 def defaulted_columns(con: duckdb.DuckDBPyConnection) -> dict[str, DefaultedColumn]:
     """Columns some loaded file lacked, by name (``sql/rpt_ingest_defaulted_columns.sql``); ``{}`` without a ledger."""
-    (has_ledger,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "ingest_ledger"}).fetchone()
+    (has_ledger,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "ingest_ledger"}).fetchall()[0]
     if not has_ledger:
         return {}
     rows = con.execute(sql.load("rpt_ingest_defaulted_columns")).fetchall()
