@@ -308,6 +308,9 @@ class ReportConfig(_Section):
     kv_tokens_quantile: float = Field(
         0.95, gt=0, lt=1, description="Quantile of input+output tokens each KV-cache slot is sized for.",
         json_schema_extra={"unit": "fraction"})
+    assumed_latency_s: float | None = Field(
+        None, gt=0, description="ASSUMED mean request latency when the logs have no latency_ms; None = model it "
+                                "from TTFT and output tokens (capplan.sizing.latency).", json_schema_extra={"unit": "s"})
 
 
 class ScheduleConfig(_Section):

@@ -19,7 +19,7 @@ from prefect import flow
 from capplan.config import CapplanConfig
 from capplan.plan.assumptions import assumptions_table
 from capplan.plan.calendar import plan_months
-from capplan.plan.notes import ingest_notes
+from capplan.plan.notes import coverage_notes, ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
 from capplan.flows.tasks import (announce, build_report, check_slos, cost_fleet, draw_charts, find_drift,
@@ -52,15 +52,24 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     measured = measure_request_mix(config, pools, by_pool)
     last_ts_utc = max(m.last_ts_utc for m in measured.values())
     months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
-    forecasts = forecast_qps(by_pool, months, config)
-    plans = size_pools(config, pools, forecasts, months, measured)
+    demands = forecast_qps(by_pool, months, config, measured)  # the history policy's demand, per pool
+    any_pool = next(iter(measured.values()))
+    honest = coverage_notes(any_pool.defaulted, config.slos) + list(dict.fromkeys(
+        [f"{name}: {n}" for name, m in measured.items() for n in m.notes]
+        + [f"{name}: {n}" for name, d in demands.items() for n in d.notes]))
+    for note in honest:
+        announce("forecast", note)
+    notes += honest
+    plans = size_pools(config, pools, demands, months, measured)
     fleet = cost_fleet(plans, config)
     slos = check_slos(config)
     drift = find_drift(config)
     earlier = compare_earlier_plans(config, pools, months)
+    table = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.table().items()}
+    sourced = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.sourced().items()}
+    sourced |= {f"{name}: {k}": v for name, d in demands.items() for k, v in d.assumptions().items()}
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, by_pool=by_pool, fleet=fleet,
-                          assumptions=assumptions_table(config, {f"{name}: {k}": v for name, m in measured.items()
-                                                                 for k, v in m.table().items()}),
+                          assumptions=assumptions_table(config, table, sourced),
                           slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes),
                           earlier=earlier)

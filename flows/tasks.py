@@ -26,7 +26,7 @@ from prefect.cache_policies import NONE
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
 from capplan.history.compare import EarlierPlans
-from capplan.plan import evidence, inputs, pool_plan, pools, traffic
+from capplan.plan import demand, evidence, inputs, pool_plan, pools, traffic
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
@@ -116,16 +116,19 @@ def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
 
 
 @_stage("forecast")
-def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig) -> dict[str, pd.DataFrame]:
-    """Forecast each pool's hourly mean QPS to the end of the last planned month."""
-    return {name: traffic.forecast_hourly_qps(hourly, months, cfg) for name, (hourly, _daily) in by_pool.items()}
+def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig,
+                 measured: dict[str, inputs.MeasuredInputs]) -> dict[str, demand.PlanDemand]:
+    """Each pool's hourly mean-QPS forecast and design peaks, as far as its history allows (the history policy)."""
+    return {name: demand.plan_demand(hourly, months, cfg, measured[name].burst_ratio)
+            for name, (hourly, _daily) in by_pool.items()}
 
 
 @_stage("size")
-def size_pools(cfg: CapplanConfig, resolved: list[pools.Pool], forecasts: dict[str, pd.DataFrame],
+def size_pools(cfg: CapplanConfig, resolved: list[pools.Pool], demands: dict[str, demand.PlanDemand],
                months: list[str], measured: dict[str, inputs.MeasuredInputs]) -> list[pool_plan.PoolPlan]:
     """Size and cost every pool (its GPU chosen first when ``auto``): fleet per month and per hour."""
-    return [pool_plan.plan_pool(cfg, p, forecasts[p.name], months, measured[p.name]) for p in resolved]
+    return [pool_plan.plan_pool(cfg, p, demands[p.name].forecast, months, measured[p.name],
+                                peaks=demands[p.name].peaks) for p in resolved]
 
 
 @_stage("cost")

@@ -37,6 +37,9 @@ LOG_FLOOR_SHARE = 0.05
 #: Largest share of zero observations read as logging gaps rather than as demand. [fraction]
 RARE_ZERO_SHARE = 0.05
 
+#: Fewest observed (non-NaN) values a series needs to be forecast at all. [steps]
+MIN_OBSERVATIONS = 3
+
 
 def check_series(y: pd.Series) -> pd.Series:
     """Return ``y`` as float with a regular index, or raise ``ValueError`` saying what is wrong.
@@ -65,8 +68,8 @@ def check_series(y: pd.Series) -> pd.Series:
             raise ValueError("y's DatetimeIndex has no regular frequency; resample it (e.g. y.asfreq('h')) first")
     elif not isinstance(y.index, pd.RangeIndex):
         raise ValueError(f"y needs a DatetimeIndex or a RangeIndex, got {type(y.index).__name__}")
-    if values.notna().sum() < 3:
-        raise ValueError(f"y needs at least 3 observed values, got {int(values.notna().sum())}")
+    if values.notna().sum() < MIN_OBSERVATIONS:
+        raise ValueError(f"y needs at least {MIN_OBSERVATIONS} observed values, got {int(values.notna().sum())}")
     return values
 
 

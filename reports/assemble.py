@@ -123,10 +123,12 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
         since = hourly["hour_utc"].max() - pd.Timedelta(days=HISTORY_DAYS_SHOWN)
         return hourly[hourly["hour_utc"] > since].set_index("hour_utc")["avg_qps"]
 
-    bursts = ", ".join(f"{p.name} {p.measured.burst_ratio:.2f}" for p in plans)
+    bursts = ", ".join(f"{p.name} {p.measured.burst_ratio:.2f} ({p.measured.sources.get('burst_ratio', 'measured')})"
+                       for p in plans)
+    shown = _shown_span(recent(plans[0]))  # the caption says what exists, not HISTORY_DAYS_SHOWN
     out = [
         Chart("qps-forecast", "Hourly QPS and forecast, per pool",
-              f"Mean QPS per hour of each pool, last {HISTORY_DAYS_SHOWN} days and its own forecast to the end of "
+              f"Mean QPS per hour of each pool, {shown} and its own forecast to the end of "
               f"the horizon; shaded: prediction intervals. Each pool is sized for the month's busiest hour times "
               f"its measured peak-to-mean ratio of requests in flight ({bursts}).",
               _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
@@ -302,6 +304,14 @@ def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
 def _fleet_long(inputs: ReportInputs) -> pd.DataFrame:
     return pd.concat([p.sized.months[["month", "gpus_p50"]].assign(pool=p.name) for p in inputs.pools],
                      ignore_index=True)
+
+
+def _shown_span(recent: pd.Series) -> str:
+    """"the last N days" (or hours) of history the chart shows, as much as exists."""
+    hours = len(recent)
+    if hours >= HISTORY_DAYS_SHOWN * 24:
+        return f"last {HISTORY_DAYS_SHOWN} days"
+    return f"all {hours} hours of history" if hours < 48 else f"all {hours / 24:.1f} days of history"
 
 
 def _levels(fc: pd.DataFrame) -> list[int]:

@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         from capplan.drift.histogram import daily_histograms
         from capplan.drift.pricing import forecast_requests_per_month, monthly_requests, price_findings
         from capplan.drift.pricing import request_costs
+        from capplan.forecasting.history import window_note
 
         if volume not in ("forecast", "recent"):
             fail(f"--volume {volume!r}: expected 'forecast' or 'recent'")
@@ -75,9 +76,15 @@ def register(app: typer.Typer) -> None:
                                           f"{hist['day_utc'].min():%Y-%m-%d}); pass --month-before/--month-after")
         except (ValueError, KeyError) as exc:
             fail(str(exc).strip("'\""))
+        days = int(hist["day_utc"].nunique())
+        needed = window_note("a drift test", days * 24, cfg.drift.baseline_days + cfg.drift.window_days)
         payload = {"volume_source": volume, "windows_compared": int(len(windows)),
                    "windows_alerting": int(windows["alert"].sum()),
                    "findings": findings.to_dict("records"), "cost_change": cost_change}
+        if not len(windows):  # nothing compared is not "no drift"
+            payload["not_tested"] = (f"no window could be compared: {needed or 'too few days with traffic'} "
+                                     f"({cfg.drift.window_days}-day window after a {cfg.drift.baseline_days}-day "
+                                     f"baseline; \\[drift] window_days and baseline_days)")
         if as_json:
             print_json(payload)
             return
@@ -90,7 +97,10 @@ def register(app: typer.Typer) -> None:
                           f"{f['psi']:.3f}", f"{f['gpu_seconds_per_request_change']:+.4f}",
                           f"{f['usd_per_request_change']:+.3g}", f"{f['gpus_change']:+.3g}",
                           f"{f['usd_per_month_change']:+,.2f}")
-        console.print(table if payload["findings"] else "no drift found")
+        if "not_tested" in payload:
+            console.print(f"drift not tested: {payload['not_tested']}", highlight=False)
+        else:
+            console.print(table if payload["findings"] else "no drift found")
         if "usd_change" in cost_change:
             console.print(f"cost change {cost_change['month_before']} → {cost_change['month_after']} [USD]: " + ", ".join(
                 f"{k} {v:+,.2f}" for k, v in cost_change["usd_change"].items()), highlight=False)

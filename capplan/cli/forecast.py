@@ -44,10 +44,17 @@ def register(app: typer.Typer) -> None:
         finally:
             con.close()
         results: dict[str, Any] = {}
+        refused: dict[str, str] = {}
+        history_h = int(series["hourly_avg_qps"].notna().sum())
         for name, y in series.items():
             horizon = horizon_days * 24 if TARGETS[name][0] == "hourly" else horizon_days
             if not y.notna().any():  # e.g. tokens of a rate series (capplan ingest-rates): unknown, not zero
-                results[name] = {"skipped": "no observed values (unknown in this database; the plan assumes config)"}
+                refused[name] = ("no observed values: unknown in this database (a rate series has no token "
+                                 "counts); the plan takes them from config")
+                continue
+            reason = _too_short(name, y, history_h)
+            if reason:
+                refused[name] = reason
                 continue
             try:
                 with warnings.catch_warnings():
@@ -56,10 +63,28 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 fail(f"{name}: {exc}")
             results[name] = _summary(name, y, result)
+        if not results:
+            fail("nothing to forecast:\n  " + "\n  ".join(refused.values()))
         if as_json:
-            print_json(results)
+            print_json(results | ({"not_forecast": refused} if refused else {}))
         else:
+            for reason in refused.values():
+                console.print(f"[yellow]not forecast:[/] {reason}", highlight=False)
             _print_tables(results, cfg.forecast.levels)
+
+
+def _too_short(name: str, y, history_h: int) -> str | None:
+    """Why ``y`` is too short to forecast (which series, how much exists, how much is needed), or ``None``."""
+    from capplan.forecasting.prepare import MIN_OBSERVATIONS
+
+    observed = int(y.notna().sum())
+    if observed >= MIN_OBSERVATIONS:
+        return None
+    step = "hour" if TARGETS[name][0] == "hourly" else "whole UTC day"
+    return (f"{name} ({TARGETS[name][0]} {TARGETS[name][1]}): {observed} observed {step}(s), the forecaster needs "
+            f"at least {MIN_OBSERVATIONS}; the database holds {history_h} h of traffic"
+            + ("" if step == "hour" else " (daily targets count only complete UTC days without a logging gap; "
+                                         "the first and last partial days are left out)"))
 
 
 def _profile_series(con, model: str, empty_hours: str) -> dict:

@@ -43,10 +43,25 @@ def _print_summary(s: dict) -> None:
         table.add_row(model, _fmt(st["requests"]), *cells)
     out.print(table)
     sli = s["sli"]
+    unknown = {c for c, d in s.get("defaulted_columns", {}).items() if d["rows_defaulted"] >= d["rows_loaded"]}
+    for column, d in s.get("defaulted_columns", {}).items():
+        out.print(f"[yellow]not logged:[/] {column} in {d['rows_defaulted']:,} of {d['rows_loaded']:,} loaded rows "
+                  f"(unknown: {d['unknown']})", highlight=False)
+    if "status" in unknown:
+        out.print("SLI: not measurable from these logs (status was not logged; every request was given 200)")
+        return
     out.print(f"SLI (TTFT ≤ {sli['ttft_threshold_ms']:g} ms): valid {_fmt(sli['valid_events'])}  "
               f"good {_fmt(sli['good_events'])}  good fraction {_fmt(sli['good_fraction'], 5)}  "
               f"success rate {_fmt(sli['success_rate'], 5)}  TTFT p50/p95/p99 "
               f"{_fmt(sli['ttft_p50_ms'])}/{_fmt(sli['ttft_p95_ms'])}/{_fmt(sli['ttft_p99_ms'])} ms")
+
+
+def _defaulted(con) -> dict[str, dict]:
+    """The ingest ledger's defaulted columns (:func:`capplan.ingest.coverage.defaulted_columns`) for the summary."""
+    from capplan.ingest.coverage import defaulted_columns
+
+    return {c: {"rows_defaulted": d.rows_defaulted, "rows_loaded": d.rows_loaded, "unknown": d.leaves_unknown}
+            for c, d in defaulted_columns(con).items()}
 
 
 def _write_frames(con, out: Path, fmt: str, model: str | None, since: datetime | None, cfg) -> list[Path]:
@@ -110,6 +125,7 @@ def profile(
         if model is not None and summary["total_requests"] == 0:
             fail(f"no requests for model {model!r} in {path}")
         written = _write_frames(con, out, fmt, model, since, cfg) if out is not None else []
+        summary["defaulted_columns"] = _defaulted(con)
     except (stage.ProfileError, ValueError, duckdb.Error) as exc:
         fail(str(exc).splitlines()[0])
     finally:

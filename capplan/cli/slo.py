@@ -49,6 +49,8 @@ def register(app: typer.Typer) -> None:
         """Error budget consumed and remaining, and the multi-window burn-rate alert episodes."""
         from rich.table import Table
 
+        from capplan.ingest.coverage import defaulted_columns
+        from capplan.slo.measurable import unmeasurable_reason
         from capplan.slo.status import alert_episodes, slo_status
 
         cfg = load(config)
@@ -57,9 +59,14 @@ def register(app: typer.Typer) -> None:
             fail(f"no SLO named {name!r}; configured: {[s.name for s in cfg.slos]}")
         end = _parse_as_of(as_of)
         con = open_requests_db(cfg, db)
-        results = []
+        results, unknown = [], []
         try:
+            defaulted = defaulted_columns(con)
             for s in slos:
+                reason = unmeasurable_reason(s, defaulted)
+                if reason:  # an SLI over defaulted columns is unknown, not 100 %
+                    unknown.append({"name": s.name, "measurable": False, "reason": reason})
+                    continue
                 status = slo_status(con, s, end)
                 episodes = alert_episodes(con, s, end=status.as_of)
                 results.append({**status.to_record(), "episodes": episodes.drop(columns="slo").to_dict("records")})
@@ -68,8 +75,10 @@ def register(app: typer.Typer) -> None:
         finally:
             con.close()
         if as_json:
-            print_json({"slos": results})
+            print_json({"slos": results, "not_measurable": unknown})
             return
+        for u in unknown:
+            console.print(f"[bold]{u['name']}[/]: not measurable from these logs. {u['reason']}.", highlight=False)
         for r in results:
             console.print(
                 f"[bold]{r['name']}[/] ({r['kind']}-based, {r['target']:.3%} over {r['window_days']} d to "

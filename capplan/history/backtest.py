@@ -36,7 +36,7 @@ from capplan.history.record import pool_rows
 from capplan.plan.inputs import measure_inputs
 from capplan.plan.pool_plan import plan_pool
 from capplan.plan.pools import pool_traffic, read_model_traffic, resolve_pools
-from capplan.plan.traffic import forecast_hourly_qps
+from capplan.plan.demand import plan_demand
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
         for pool in resolve_pools(cfg, sorted(by_model["model"].unique())):
             hourly, _daily = pool_traffic(by_model, pool)
             measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
-            forecast = forecast_hourly_qps(hourly, [month], cfg)
-            plans.append(plan_pool(cfg, pool, forecast, [month], measured))
+            demand = plan_demand(hourly, [month], cfg, measured.burst_ratio)  # the plan's own demand stage
+            plans.append(plan_pool(cfg, pool, demand.forecast, [month], measured, peaks=demand.peaks))
         return plans
 
 

@@ -14,15 +14,19 @@ from capplan.reports.formatting import format_number
 ASSUMED_SECTIONS = ("forecast", "sizing", "cost", "profile")
 
 
-def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]]) -> pd.DataFrame:
+def assumptions_table(cfg: CapplanConfig, measured: Mapping[str, tuple[Any, str]],
+                      sourced: Mapping[str, tuple[Any, str, str]] | None = None) -> pd.DataFrame:
     """Every input of the plan with value, unit and source.
 
     ``measured`` maps a name to ``(value, unit)`` for figures taken from the logs
     (:meth:`capplan.plan.inputs.MeasuredInputs.table`); the fields of the config
     sections in :data:`ASSUMED_SECTIONS` and the SLO targets are listed as assumed,
-    each with the unit its field declares (:func:`capplan.config.field_unit`).
+    each with the unit its field declares (:func:`capplan.config.field_unit`). ``sourced`` maps a
+    name to ``(value, unit, source)`` for rows that say their own source (replacing a measured row of the same name) (measured, modelled or
+    assumed: the history policy's demand, defaulted log columns).
     """
-    rows = [{"name": k, "value": _fmt(v), "unit": unit, "source": "measured"} for k, (v, unit) in measured.items()]
+    figures = {k: (v, unit, "measured") for k, (v, unit) in measured.items()} | dict(sourced or {})
+    rows = [{"name": k, "value": _fmt(v), "unit": unit, "source": src} for k, (v, unit, src) in figures.items()]
     for section in ASSUMED_SECTIONS:
         model = getattr(cfg, section)
         for name in type(model).model_fields:

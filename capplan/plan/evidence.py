@@ -11,6 +11,8 @@ from capplan.config import CapplanConfig, DriftConfig
 from capplan.drift.detect import detect_drift
 from capplan.drift.histogram import bin_lower_tokens, daily_histograms
 from capplan.drift.pricing import request_costs
+from capplan.ingest.coverage import defaulted_columns
+from capplan.slo.measurable import unmeasurable_reason
 from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
 
 
@@ -24,8 +26,11 @@ class SloEvidence:
 
 
 def slo_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> list[SloEvidence]:
-    """Run the SLO stage for every configured SLO."""
-    return [SloEvidence(slo_status(con, s), budget_burndown(con, s), alert_episodes(con, s)) for s in cfg.slos]
+    """Run the SLO stage for every configured SLO the logs can measure (the others are notes, see
+    :func:`capplan.plan.notes.coverage_notes`)."""
+    defaulted = defaulted_columns(con)  # s7-honest: an SLI over defaulted columns is unknown, not 100 %
+    return [SloEvidence(slo_status(con, s), budget_burndown(con, s), alert_episodes(con, s)) for s in cfg.slos
+            if unmeasurable_reason(s, defaulted) is None]
 
 
 @dataclass(frozen=True)

@@ -137,15 +137,17 @@ def size_by_month(demand: pd.DataFrame, spec: FleetSpec, measured: MeasuredInput
 
 
 def fleet_by_month(forecast: pd.DataFrame, months: list[str], spec: FleetSpec,
-                   measured: MeasuredInputs) -> pd.DataFrame:
-    """:func:`monthly_peak_qps` joined with :func:`size_by_month`, validated as :class:`MonthlyFleet`."""
-    demand = monthly_peak_qps(forecast, months, measured.burst_ratio)
+                   measured: MeasuredInputs, peaks: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`monthly_peak_qps` (or ``peaks``, the same frame) joined with :func:`size_by_month`, validated."""
+    # s7-honest: ``peaks`` from capplan.plan.demand (history policy, P90 of the month's peak) when given
+    demand = monthly_peak_qps(forecast, months, measured.burst_ratio) if peaks is None else peaks
     return MonthlyFleet.validate(demand.merge(size_by_month(demand, spec, measured), on="month"))
 
 
-def size_months(forecast: pd.DataFrame, months: list[str], spec: FleetSpec, measured: MeasuredInputs) -> SizedFleet:
+def size_months(forecast: pd.DataFrame, months: list[str], spec: FleetSpec, measured: MeasuredInputs,
+                peaks: pd.DataFrame | None = None) -> SizedFleet:
     """The size stage: :func:`fleet_by_month`, and the first month's P50 fleet with its latency curve."""
-    by_month = fleet_by_month(forecast, months, spec, measured)
+    by_month = fleet_by_month(forecast, months, spec, measured, peaks)  # s7-honest: peaks
     first = fleet_for(float(by_month["qps_p50"].iloc[0]), spec, measured)
     return SizedFleet(by_month, first, latency_curve(first), operating_latency_s(first))
 

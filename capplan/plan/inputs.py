@@ -8,7 +8,7 @@ the newest request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -17,6 +17,8 @@ import pandas as pd
 
 from capplan import sql
 from capplan.config import CapplanConfig, CostConfig
+from capplan.ingest.coverage import defaulted_columns
+from capplan.plan import unlogged
 from capplan.rollups import rollup_views
 
 MEASURED_UNITS = {"input_tokens_per_request": "tokens/request", "output_tokens_per_request": "tokens/request",
@@ -62,6 +64,15 @@ class MeasuredInputs:
     burst_ratio: float
     interruptible_share: float | None = None
     kv_tokens_quantile: float | None = None
+    # s7-honest: what the logs lacked. sources: measured name -> "modelled"/"assumed"; notes for the report;
+    # defaulted: capplan.ingest.coverage.defaulted_columns
+    sources: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    defaulted: dict = field(default_factory=dict)
+
+    def sourced(self) -> dict[str, tuple[Any, str, str]]:
+        """Assumptions-table rows that are not measured (:func:`capplan.plan.unlogged.sourced_rows`)."""
+        return unlogged.sourced_rows(self.sources, self.defaulted, self.table())
 
     def table(self) -> dict[str, tuple[Any, str]]:
         """``name -> (value, unit)`` for the assumptions table, the data's span first."""
@@ -128,7 +139,8 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
     Raises
     ------
     ValueError
-        If the database has no successful request, or none with a logged latency.
+        If the database has no successful request. Without a logged latency it is modelled or
+        assumed (:func:`capplan.plan.unlogged.latency_without_logs`), marked in ``sources``.
     """
     window_days = cfg.report.measured_window_days
     with rollup_views(con, _REQUEST_MIX | _KV_TOKENS) as cur:
@@ -138,13 +150,19 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
     if not row["requests"]:
         raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
                          "ingest logs first")
-    if not row["requests_with_latency"]:
-        raise ValueError("no request in the measuring window has latency_ms logged; the fleet cannot be sized "
-                         "without it (Little's law needs the time a request holds a slot)")
+    # s7-honest: without latency_ms the latency is modelled or assumed (capplan.plan.unlogged), not refused
+    sources, notes = {}, ()
+    if row["requests_with_latency"]:
+        latency_s, burst = float(row["latency_s"]), burst_ratio(hourly)
+    else:
+        latency_s, sources["latency_s"], note = unlogged.latency_without_logs(
+            cfg, float(row["input_tokens_per_request"]), float(row["output_tokens_per_request"]), hourly)
+        burst, sources["burst_ratio"], notes = unlogged.burst_without_latency(hourly, latency_s), "modelled", (note,)
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
-        output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=float(row["latency_s"]),
-        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst_ratio(hourly),
+        output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=latency_s,
+        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst,
         interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
-        kv_tokens_quantile=cfg.report.kv_tokens_quantile)
+        kv_tokens_quantile=cfg.report.kv_tokens_quantile,
+        sources=sources, notes=notes, defaulted=defaulted_columns(con))  # s7-honest

@@ -19,3 +19,12 @@ def ingest_notes(results: list[Any]) -> list[str]:
             notes.append(f"ingest: {r.path}: {r.rows_quarantined:,} of {r.rows_read:,} rows quarantined "
                          "(see the quarantine table)")
     return notes
+
+
+def coverage_notes(defaulted: dict, slos: list | tuple = ()) -> list[str]:
+    """One line per optional column the logs lacked (:func:`capplan.ingest.coverage.defaulted_columns`)
+    and per configured SLO that cannot be measured without it."""
+    from capplan.slo.measurable import unmeasurable_reason
+
+    columns = [d.sentence() for d in defaulted.values() if d.column in ("status", "ttft_ms", "latency_ms", "model")]
+    return columns + [r for s in slos if (r := unmeasurable_reason(s, defaulted))]

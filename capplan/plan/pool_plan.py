@@ -98,11 +98,12 @@ def _cost(cfg: CapplanConfig, pool: Pool, spec: FleetSpec, gpu: str, forecast: p
 
 
 def choose_pool_gpu(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, months: list[str],
-                    measured: MeasuredInputs) -> GpuChoice:
+                    measured: MeasuredInputs, peaks: pd.DataFrame | None = None) -> GpuChoice:
     """Brute force over :func:`~capplan.plan.pools.gpu_options`: size each at the first month's P50 peak,
     price each over the horizon at ``[cost].commit_level`` (mean cost per month), keep the cheapest
     that meets the pool's latency target."""
-    first_peak = float(monthly_peak_qps(forecast, months[:1], measured.burst_ratio)["qps_p50"].iloc[0])
+    first = monthly_peak_qps(forecast, months[:1], measured.burst_ratio) if peaks is None else peaks.iloc[:1]
+    first_peak = float(first["qps_p50"].iloc[0])
     level = cfg.cost.commit_level or "P50"
     specs: dict[tuple[str, int], FleetSpec] = {}
 
@@ -125,15 +126,19 @@ def choose_pool_gpu(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, mont
 
 
 def plan_pool(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, months: list[str],
-              measured: MeasuredInputs) -> PoolPlan:
-    """Size and cost one pool on its GPU (chosen first when ``auto``)."""
+              measured: MeasuredInputs, peaks: pd.DataFrame | None = None) -> PoolPlan:
+    """Size and cost one pool on its GPU (chosen first when ``auto``).
+
+    ``peaks`` is the history policy's design peak per month (:func:`capplan.plan.demand.plan_demand`),
+    the frame of :func:`capplan.plan.fleet.monthly_peak_qps`; ``None`` derives it from ``forecast``.
+    """
     choice = None
     gpu, tp = pool.gpu, None
     if pool.is_auto:
-        choice = choose_pool_gpu(cfg, pool, forecast, months, measured)
+        choice = choose_pool_gpu(cfg, pool, forecast, months, measured, peaks)
         gpu, tp = choice.chosen.gpu, choice.chosen.tensor_parallel
     spec = pool_fleet_spec(cfg, pool, gpu, tp, measured)
-    sized = size_months(forecast, months, spec, measured)
+    sized = size_months(forecast, months, spec, measured, peaks)
     hours_utc, need, costs = _cost(cfg, pool, spec, gpu, forecast, months, measured)
     return PoolPlan(pool=pool, gpu=gpu, spec=spec, measured=measured, forecast=forecast, sized=sized, costs=costs,
                     hours_utc=hours_utc, need=need, interruptible_share=pool_share(cfg, pool, measured),

@@ -18,6 +18,7 @@ import pandera.pandas as pa
 from pandera.typing import DataFrame
 
 from capplan import sql
+from capplan.profile.exposure import apply_exposure, observed_span
 from capplan.profile.bins import HISTOGRAM_GAMMA
 from capplan.profile.freshness import require_current_rollups
 from capplan.profile.schemas import (
@@ -115,7 +116,7 @@ def hourly_traffic(
         sql.load("rpt_hourly_traffic"),
         {"model": model, "since_utc": since_utc(since), "empty_hours": empty_hours},
     ).df()
-    return _validate(frame, HourlyTraffic)
+    return _validate(apply_exposure(frame, observed_span(con)), HourlyTraffic)
 
 
 def _on_hourly(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, query: str, params: dict) -> pd.DataFrame:

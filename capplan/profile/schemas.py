@@ -27,7 +27,8 @@ class HourlyTraffic(pa.DataFrameModel):
     model: Series[str] = pa.Field(description="Model name, or '__all__'.")
     requests: Series[pd.Int64Dtype] = pa.Field(ge=0, nullable=True, description="Arrivals. [requests]")
     errors: Series[pd.Int64Dtype] = pa.Field(ge=0, nullable=True, description="Non-2xx arrivals. [requests]")
-    avg_qps: Series[float] = pa.Field(ge=0, nullable=True, description="requests / 3600. [requests/s]")
+    avg_qps: Series[float] = pa.Field(
+        ge=0, nullable=True, description="requests / exposure_s; null below 600 s observed. [requests/s]")
     peak_second_qps: Series[float] = pa.Field(
         ge=0, nullable=True, description="Arrivals in the busiest aligned second. [requests/s]")
     input_tokens_sum: Series[pd.Int64Dtype] = pa.Field(ge=0, nullable=True, description="[tokens]")
@@ -39,6 +40,8 @@ class HourlyTraffic(pa.DataFrameModel):
     concurrency_measured_peak: Series[pd.Int64Dtype] = pa.Field(
         ge=0, nullable=True, description="Peak of the sweep over [arrival, arrival+latency). [requests in flight]")
     is_gap: Series[bool] = pa.Field(description="No rows in this hour inside the model's span.")
+    exposure_s: Series[float] = pa.Field(
+        ge=0, le=3600, description="Seconds of the hour inside the logs' observed span (0 in a gap). [s]")
 
     class Config:
         coerce = True

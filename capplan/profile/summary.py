@@ -59,7 +59,7 @@ def profile_summary(
     Keys
     ----
     ``scope`` (the model, or ``"__all__"``), ``span_start`` / ``span_end`` (ISO UTC, end exclusive),
-    ``hours``, ``gap_hours`` [hours], ``total_requests`` [requests], ``avg_qps`` (over observed hours),
+    ``hours``, ``gap_hours`` [hours], ``total_requests`` [requests], ``avg_qps`` (over observed seconds, :mod:`capplan.profile.exposure`),
     ``peak_hour_qps``, ``peak_second_qps`` [requests/s], ``peak_to_avg`` (peak hour / average) and
     ``peak_second_to_avg`` [ratio]; ``input_tokens`` / ``output_tokens`` of the scope, each
     ``{mean, p50, p90, p99}`` [tokens]; ``models``: the same per model (and ``__all__``) with
@@ -71,7 +71,9 @@ def profile_summary(
     hourly = hourly_traffic(con, scope, since, empty_hours=empty_hours)
     observed = hourly[hourly["requests"].notna()]
     total = int(observed["requests"].sum())
-    avg_qps = total / (len(observed) * 3600) if len(observed) and total else None
+    rated = observed[observed["avg_qps"].notna()]  # hours with a rate: requests over observed seconds
+    seconds = float(rated["exposure_s"].sum())  # (capplan.profile.exposure)
+    avg_qps = float(rated["requests"].sum()) / seconds if seconds and total else None
     peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
     peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
     tokens = _token_stats(con, model, since)

@@ -55,3 +55,11 @@ def test_human_output_and_errors(db, tmp_path):
     empty_month = runner.invoke(app, ["drift", "--db", str(db), "--volume", "recent", "--month-after", "2027-05"])
     assert empty_month.exit_code == 1 and "no served requests in" in empty_month.output
     assert "Traceback" not in empty_month.output
+
+
+def test_no_window_compared_is_not_no_drift(bare_db):
+    result = CliRunner().invoke(app, ["drift", "--db", str(bare_db), "--volume", "recent"])
+    assert result.exit_code == 0, result.output
+    assert "no drift found" not in result.output
+    assert "drift not tested: no window could be compared" in result.output
+    assert "needs 35 days of history; only 1.0 days exist" in " ".join(result.output.split())  # one day with traffic

@@ -64,3 +64,14 @@ def test_human_output_and_errors(db, tmp_path):
     ok = runner.invoke(app, ["forecast", "--db", str(db), "--horizon-days", "2"])
     assert ok.exit_code == 0, ok.output
     assert "requests_per_day" in ok.output and "backtest  MASE" in ok.output and "candidates (MASE)" in ok.output
+
+
+def test_too_short_targets_say_which_series_and_how_much_is_needed(bare_db):
+    result = CliRunner().invoke(app, ["forecast", "--db", str(bare_db), "--horizon-days", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert "hourly_avg_qps" in payload
+    reason = payload["not_forecast"]["requests_per_day"]
+    assert "requests_per_day (daily requests): 0 observed whole UTC day(s)" in reason
+    assert "needs at least 3" in reason and "holds 3 h of traffic" in reason
+    assert "y needs at least" not in result.output

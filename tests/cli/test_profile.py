@@ -90,3 +90,14 @@ def test_refresh_and_rebuild_bring_the_rollups_up_to_date_first(stale_db, flag):
     assert json.loads(result.stdout)["total_requests"] == 3
     again = runner.invoke(app, ["profile", "--db", str(stale_db), "--json"])  # read-only now suffices
     assert again.exit_code == 0 and json.loads(again.stdout)["total_requests"] == 3
+
+
+def test_profile_shows_the_columns_the_logs_lacked(bare_db):
+    result = CliRunner().invoke(app, ["profile", "--db", str(bare_db)])
+    assert result.exit_code == 0, result.output
+    assert "not logged: status in 10,800 of 10,800 loaded rows" in result.output
+    assert "SLI: not measurable from these logs" in result.output
+    summary = json.loads(CliRunner().invoke(app, ["profile", "--db", str(bare_db), "--json"]).stdout)
+    assert summary["defaulted_columns"]["ttft_ms"] == {"rows_defaulted": 10_800, "rows_loaded": 10_800,
+                                                       "unknown": "TTFT SLIs and percentiles"}
+    assert summary["avg_qps"] == pytest.approx(10_800 / (3 * 3600 - 1))  # first to last arrival observed

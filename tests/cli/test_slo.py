@@ -58,3 +58,16 @@ def test_as_of_before_the_incident(db):
     result = CliRunner().invoke(app, ["slo", "--db", str(db), "--as-of", "2026-04-02T09:00", "--json"])
     (slo,) = json.loads(result.stdout)["slos"]
     assert slo["budget_remaining_fraction"] == 1.0 and slo["episodes"] == []
+
+
+def test_an_slo_over_defaulted_status_is_not_measurable_not_100_percent(bare_db):
+    """Issue 20: no status column means every status was defaulted to 200: unknown, not perfect."""
+    result = CliRunner().invoke(app, ["slo", "--db", str(bare_db), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["slos"] == []
+    (unknown,) = payload["not_measurable"]
+    assert unknown["measurable"] is False
+    assert "status was not logged in any of the 10,800 loaded rows" in unknown["reason"]
+    human = CliRunner().invoke(app, ["slo", "--db", str(bare_db)])
+    assert "not measurable from these logs" in human.output and "SLI 100" not in human.output

@@ -53,13 +53,17 @@ def test_measure_inputs_from_recent_successes(con):
     assert m.last_ts_utc == pd.Timestamp("2026-11-29") and m.burst_ratio == pytest.approx(2.5)
 
 
-def test_measure_inputs_without_latency_or_rows_is_a_clear_error(con):
+def test_measure_inputs_without_rows_is_a_clear_error_and_without_latency_models_it(con):
     hourly = pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0], "concurrency_measured_peak": [1]})
     with pytest.raises(ValueError, match="no successful"):
         plan.measure_inputs(con, hourly, CapplanConfig())
-    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values ('2026-11-20', 1, 1, 'm', 200, null, null, null, null, null, 1)")
-    with pytest.raises(ValueError, match="latency_ms"):
-        plan.measure_inputs(con, hourly, CapplanConfig())
+    con.execute("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, request_id, tenant, zone, file_id) values ('2026-11-20', 1000, 200, 'm', 200, null, null, null, null, null, 1)")
+    m = plan.measure_inputs(con, hourly, CapplanConfig())
+    assert m.sources == {"latency_s": "modelled", "burst_ratio": "modelled"}
+    assert 0.5 < m.latency_s < 60 and m.burst_ratio > 1
+    assert "no request has latency_ms logged: latency modelled" in m.notes[0]
+    assumed = plan.measure_inputs(con, hourly, parse_config({"report": {"assumed_latency_s": 3.0}}))
+    assert assumed.latency_s == 3.0 and assumed.sources["latency_s"] == "assumed"
 
 
 @settings(max_examples=40, deadline=None)

@@ -27,9 +27,13 @@ def test_hourly_traffic_golden(con, load_rows, golden):
     assert everything.loc[h10, "peak_second_qps"] == 2.0
     assert everything.loc[h10, "input_tokens_sum"] == 650
     assert everything.loc[h10, "mean_latency_ms"] == pytest.approx(1000.0)
-    assert everything.loc[h10, "avg_qps"] == pytest.approx(4 / 3600)
-    # Little: (4 / 3600 req/s) * 1.0 s
-    assert everything.loc[h10, "concurrency_littles"] == pytest.approx(4 / 3600)
+    # the logs observed 10:00:00.1 to 12:30: 3599.9 s of hour 10 (capplan.profile.exposure)
+    assert everything.loc[h10, "exposure_s"] == pytest.approx(3599.9)
+    assert everything.loc[h10, "avg_qps"] == pytest.approx(4 / 3599.9)
+    # Little: (4 / 3599.9 req/s) * 1.0 s
+    assert everything.loc[h10, "concurrency_littles"] == pytest.approx(4 / 3599.9)
+    # the last arrival is at 12:30: half of hour 12 observed, its one request over 1800 s
+    assert everything.loc[h12, "exposure_s"] == 1800 and everything.loc[h12, "avg_qps"] == pytest.approx(1 / 1800)
     # 10:00:00.1-10:00:01.6 and 10:00:00.9-10:00:01.4 overlap; 10:59:59.5 runs into 11:00
     assert everything.loc[h10, "concurrency_measured_peak"] == 2
     assert everything.loc[h11, "concurrency_measured_peak"] == 1
@@ -130,9 +134,11 @@ def test_sli_golden(con, load_rows):
 
 
 def test_period_traffic_and_typical_week(con, load_rows):
-    # Monday 2026-03-02: 1 request at 00:xx, 3 at 12:xx UTC = 13:xx in Berlin
+    # Monday 2026-03-02: 1 request at 00:xx, 3 at 12:xx UTC = 13:xx in Berlin; model b's first and last
+    # rows make the log observe both hours whole (capplan.profile.exposure: rates over observed seconds)
     load_rows(con, [("2026-03-02 00:10:00", 1, 1, "a", 200, None, None, 1)]
-            + [(f"2026-03-02 12:00:0{i}", 1, 1, "a", 200, None, None, 1) for i in range(3)])
+            + [(f"2026-03-02 12:00:0{i}", 1, 1, "a", 200, None, None, 1) for i in range(3)]
+            + [(t, 1, 1, "b", 200, None, None, 1) for t in ("2026-03-02 00:00:00", "2026-03-02 12:59:59.999999")])
     day = profile.daily_traffic(con, "a", tz="Europe/Berlin").iloc[0]
     assert day["requests"] == 4 and day["observed_hours"] == 2 and day["gap_hours"] == 11
     assert day["avg_qps"] == pytest.approx(4 / (2 * 3600))
@@ -268,7 +274,8 @@ def test_daily_traffic_matches_pandas(month):
     hourly = raw.groupby("hour_utc").size()
     daily = hourly.groupby(hourly.index.floor("D"))
     np.testing.assert_array_equal(got["requests"], daily.sum())
-    np.testing.assert_allclose(got["peak_hour_to_avg"], daily.max() / daily.mean(), rtol=1e-12)
+    # rates are over observed seconds: the first and last hours of the month are seconds short
+    np.testing.assert_allclose(got["peak_hour_to_avg"], daily.max() / daily.mean(), rtol=5e-3)
     np.testing.assert_array_equal(got["busiest_hour_of_day"], daily.idxmax().dt.hour)
 
 
@@ -280,3 +287,27 @@ def test_histogram_counts_add_up_to_requests(month):
         totals = hist.groupby("model")["count"].sum()
         want = _both(raw).dropna(subset=[metric]).groupby("model").size()
         pd.testing.assert_series_equal(totals.sort_index(), want.sort_index(), check_names=False)
+
+
+def test_a_58_minute_log_over_two_hours_gives_its_real_rate(con, load_rows):
+    """Issue 20: 12:31 to 13:29 over two UTC hours read 2.69 req/s (counted as 7,200 s) for a real 5.53."""
+    ts = pd.date_range("2026-11-10 12:31:00", "2026-11-10 13:29:00", periods=19_250)
+    load_rows(con, [(t.to_pydatetime(), 10, 1, "a", 200, None, None, 1) for t in ts])
+    hourly = profile.hourly_traffic(con, "__all__")
+    assert hourly["exposure_s"].tolist() == pytest.approx([29 * 60, 29 * 60])
+    assert hourly["avg_qps"].tolist() == pytest.approx([h / 1740 for h in hourly["requests"]])
+    summary = profile.profile_summary(con)
+    assert summary["avg_qps"] == pytest.approx(19_250 / 3480) and summary["avg_qps"] == pytest.approx(5.53, abs=0.01)
+    day = profile.daily_traffic(con, "__all__").iloc[0]
+    assert day["avg_qps"] == pytest.approx(19_250 / 3480)
+    assert day["peak_hour_to_avg"] >= 1
+
+
+def test_hours_observed_for_under_ten_minutes_have_no_rate(con, load_rows):
+    rows = [("2026-11-10 12:55:00", 1, 1, "a", 200, None, None, 1), ("2026-11-10 14:05:00", 1, 1, "a", 200, None, None, 1)]
+    load_rows(con, rows)
+    hourly = profile.hourly_traffic(con, "__all__").set_index("hour_utc")
+    assert hourly["exposure_s"].tolist() == [300.0, 0.0, 300.0]  # the empty hour between is a gap
+    # 5 minutes do not stand for an hour: no rate, though not a gap; the empty hour between is a gap
+    assert hourly["avg_qps"].isna().all() and hourly["is_gap"].tolist() == [False, True, False]
+    assert hourly["requests"].iloc[0] == 1 and hourly["requests"].iloc[2] == 1
