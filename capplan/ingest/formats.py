@@ -7,8 +7,9 @@ check of a file's first bytes against it (:func:`check_head`), all before DuckDB
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from glob import glob
+import os
+from collections.abc import Iterable, Iterator
+from glob import escape, glob
 from pathlib import Path
 
 from capplan.ingest.errors import IngestError
@@ -20,16 +21,67 @@ _MAGIC = {"gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd", "parquet": b"PAR1"}
 
 
 def expand_paths(patterns: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
-    """Files matching ``patterns`` (globs expanded, sorted, de-duplicated) and the patterns matching none."""
+    """Files matching ``patterns`` (sorted, de-duplicated) and the patterns matching none.
+
+    A pattern is, in this order: an existing file, taken literally (even when its name holds
+    ``[``, ``*`` or ``?``); a folder, whose log files are found recursively (:func:`folder_files`);
+    else a glob (``**`` spans folders).
+    """
     files: dict[Path, None] = {}
     missing: list[str] = []
     for pattern in map(str, patterns):
-        matches = sorted(glob(pattern, recursive=True)) if any(c in pattern for c in "*?[") else [pattern]
-        matches = [m for m in matches if Path(m).is_file()]
+        if Path(pattern).is_file():
+            matches = [Path(pattern)]
+        elif Path(pattern).is_dir():
+            matches = list(folder_files(Path(pattern)))
+        else:
+            matches = [Path(m) for m in sorted(glob(pattern, recursive=True)) if Path(m).is_file()] if is_glob(pattern) else []
         if not matches:
             missing.append(pattern)
-        files.update((Path(m).resolve(), None) for m in matches)
+        files.update((m.resolve(), None) for m in matches)
     return list(files), missing
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether ``pattern`` holds a glob wildcard (``*``, ``?`` or ``[``)."""
+    return any(c in pattern for c in "*?[")
+
+
+def no_match_message(pattern: str) -> str:
+    """Why ``pattern`` (one :func:`expand_paths` did not match) gave no file, in one line."""
+    if Path(pattern).is_dir():
+        return (f"{pattern}: no log file in this folder or below (names ending in {sorted(FORMATS)}, "
+                "optionally compressed; names starting with _ or . are skipped)")
+    return f"no file matches {pattern}" if is_glob(pattern) else f"{pattern}: no such file"
+
+
+def folder_files(folder: Path) -> Iterator[Path]:
+    """The log files under ``folder``, recursively, sorted: names of a known format (:func:`detect_format`).
+
+    Files and folders whose names start with ``_`` or ``.`` are skipped (``_SUCCESS``, ``.part``
+    files, hidden folders); Hive folders such as ``dt=2026-10-01`` are read like any other.
+    """
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for name in sorted(names):
+            if not name.startswith(("_", ".")) and _known_format(Path(root, name)):
+                yield Path(root, name)
+
+
+def _known_format(path: Path) -> bool:
+    try:
+        detect_format(path)
+    except IngestError:
+        return False
+    return True
+
+
+def duckdb_path(path: Path) -> str:
+    """``path`` as a literal for DuckDB's readers, which glob their argument: ``[``, ``*``, ``?`` escaped.
+
+    ``a[12].parquet`` would otherwise read ``a1.parquet`` and ``a2.parquet`` instead of itself.
+    """
+    return escape(str(path))
 
 
 def detect_format(path: Path) -> tuple[str, str | None]:

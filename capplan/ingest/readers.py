@@ -22,6 +22,7 @@ from duckdb import CaseExpression, ColumnExpression, ConstantExpression, Functio
 from capplan.ingest import queries
 from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_MODEL, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
 from capplan.ingest.errors import IngestError
+from capplan.ingest.formats import duckdb_path
 
 _HEADERLESS = re.compile(r"column\d+")
 #: CSV reader: the longest line read (a longer one is quarantined as line_too_long), and its buffer.
@@ -118,7 +119,7 @@ def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present:
 
 
 def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> Raw:
-    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=_MAX_LINE_BYTES,
+    rel = con.read_csv(duckdb_path(path), all_varchar=True, store_rejects=True, max_line_size=_MAX_LINE_BYTES,
                        buffer_size=_CSV_BUFFER_BYTES)
     columns = rel.columns
     header = not all(_HEADERLESS.fullmatch(c) for c in columns)
@@ -135,7 +136,7 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
 
 
 def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
-    rel = con.read_parquet(str(path), file_row_number=True)
+    rel = con.read_parquet(duckdb_path(path), file_row_number=True)
     columns = [c for c in rel.columns if c != "file_row_number"]
     _require(path, mapping, columns, lambda c: c in columns)
     types = {c: t.id for c, t in zip(rel.columns, rel.types)}
@@ -150,7 +151,7 @@ def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str,
 def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
     # One VARCHAR per line (0x1f cannot appear raw in valid JSON), so a malformed line is a
     # quarantined row instead of an error for the whole file; blank lines are not records.
-    lines = con.read_csv(str(path), header=False, sep="\x1f", quotechar="", escapechar="",
+    lines = con.read_csv(duckdb_path(path), header=False, sep="\x1f", quotechar="", escapechar="",
                          columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
                          max_line_size=_MAX_LINE_BYTES, buffer_size=_CSV_BUFFER_BYTES)
     lines.create_view("ingest_json_lines", replace=True)
