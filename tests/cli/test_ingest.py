@@ -167,3 +167,26 @@ def test_a_folder_ingests_its_log_files_recursively_and_an_empty_glob_says_so(tm
     (tmp_path / "empty").mkdir()
     code, files = _ingest_json(str(tmp_path / "empty"), "--db", str(db))
     assert code == 1 and "no log file in this folder" in files[0]["message"]
+
+
+def test_a_path_changed_to_another_files_content_is_a_change_not_unchanged(tmp_path):
+    # issue 20, item 8: `capplan ingest x1.csv x2.csv; cp x1.csv x2.csv; capplan ingest x2.csv --on-changed replace`
+    # reported "unchanged" and kept x2's old rows
+    x1, x2, db = tmp_path / "x1.csv", tmp_path / "x2.csv", tmp_path / "d.duckdb"
+    x1.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:00Z,1,1,a\n2026-10-01T00:00:01Z,2,2,b\n")
+    x2.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:02Z,7,7,c\n")
+    assert _ingest_json(str(x1), str(x2), "--db", str(db))[0] == 0
+    x2.write_bytes(x1.read_bytes())
+    code, files = _ingest_json(str(x2), "--db", str(db))
+    assert code == 1 and files[0]["status"] == "refused"
+    code, files = _ingest_json(str(x2), "--db", str(db), "--on-changed", "replace")
+    assert code == 0 and files[0]["status"] == "replaced", files
+    assert files[0]["rows_read"] == 2 == files[0]["rows_loaded"] + files[0]["rows_quarantined"]
+    con = duckdb.connect(str(db), read_only=True)
+    # x2's old row is gone; its new rows repeat x1's ids, so they are duplicates, not counted twice
+    assert con.execute("select request_id, input_tokens from requests order by ts_utc").fetchall() == [("a", 1), ("b", 2)]
+    assert con.execute("select rule, count(*) from quarantine group by rule").fetchall() == [("request_id_duplicate", 2)]
+    assert con.execute("select path, status from ingest_ledger order by file_id").fetchall() == [
+        (str(x1), "loaded"), (str(x2), "replaced"), (str(x2), "loaded")]
+    con.close()
+    assert _ingest_json(str(x2), "--db", str(db))[1][0]["status"] == "unchanged"  # the same path and content again
