@@ -64,6 +64,37 @@ def open_raw(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dic
     return _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping)
 
 
+def _json_keys_present(path: Path, objects: duckdb.DuckDBPyRelation, wanted: set[str]) -> set[str]:
+    """The keys of ``wanted`` that some line of the whole file has (not a sample: a key may start late).
+
+    ``objects`` are the file's lines that are JSON objects (``source_row``, ``line``). One scan of
+    the file before the staging pass, holding one flag per key (memory does not grow with the file).
+
+    Raises
+    ------
+    IngestError
+        No line is a JSON object, or a line repeats a key (which value counts would be a guess).
+    """
+    line = ColumnExpression("line")
+    keys = FunctionExpression("json_keys", line)
+    repeats = FunctionExpression("len", keys) != FunctionExpression("len", FunctionExpression("list_distinct", keys))
+    wanted = sorted(wanted)
+    found = objects.aggregate([
+        FunctionExpression("count", ConstantExpression(1)),
+        FunctionExpression("min", CaseExpression(repeats, ColumnExpression("source_row"))),
+        *(FunctionExpression("bool_or", FunctionExpression("json_exists", line, ConstantExpression(_json_pointer(k))))
+          for k in wanted)]).fetchall()[0]
+    if not found[0]:
+        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
+    if found[1] is not None:
+        ((line_keys,),) = objects.filter(ColumnExpression("source_row") == ConstantExpression(found[1])).select(
+            keys).fetchall()
+        twice = sorted({k for k in line_keys if line_keys.count(k) > 1})
+        raise IngestError(f"{path}: line {found[1]}: duplicate key {', '.join(map(repr, twice))}; "
+                          "expected each key once per object")
+    return {k for k, present in zip(wanted, found[2:]) if present}
+
+
 def _json_pointer(key: str) -> str:
     return "/" + key.replace("~", "~0").replace("/", "~1")
 
@@ -159,12 +190,11 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
     valid = CaseExpression(FunctionExpression("json_valid", ColumnExpression("line")),
                            FunctionExpression("json_type", ColumnExpression("line")) == ConstantExpression("OBJECT")
                            ).otherwise(ConstantExpression(False))
-    sample = numbered.filter(valid).limit(1000).select(
-        FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
-    keys = sorted({k for (ks,) in sample if ks for k in ks})
-    if not sample:
-        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
-    _require(path, mapping, keys, lambda c: c in keys)
+    keys = _json_keys_present(path, numbered.filter(valid), set(mapping.values()))
+    if not all(mapping.get(c) in keys for c in REQUIRED_COLUMNS):  # name what the file has, from its first lines
+        sample = numbered.filter(valid).limit(1000).select(
+            FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
+        _require(path, mapping, sorted({k for (ks,) in sample if ks for k in ks}), lambda c: c in keys)
 
     def extract(src: str) -> duckdb.Expression:
         return CaseExpression(valid, FunctionExpression(
