@@ -28,7 +28,7 @@ from capplan.ingest.columns import PRESETS, column_mapping
 from capplan.ingest.contract import check_contract
 from capplan.ingest.errors import FileRefused, IngestError
 from capplan.ingest.fingerprint import fingerprint
-from capplan.ingest.formats import check_head, detect_format
+from capplan.ingest.formats import check_head, check_text_head, detect_format
 from capplan.ingest.readers import open_raw
 from capplan.ingest.rejects import reset_rejects
 from capplan.ingest.stage import stage_params, stage_rows
@@ -104,6 +104,8 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     ensure_tables(con)
     kind, compression = detect_format(path)
     check_head(path, kind, compression)
+    if kind != "parquet":
+        check_text_head(path, kind, compression)
     old = queries.first(con, "stg_ingest_ledger_loaded_path", {"path": str(path)})
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="capplan-fingerprint") as hasher:
