@@ -219,3 +219,26 @@ def test_duplicate_json_keys_are_a_whole_file_error_naming_the_key_and_line(tmp_
                     '{"ts_utc": "2026-10-01T00:00:01Z", "input_tokens": 1, "output_tokens": 1, "input_tokens": 5}\n')
     with pytest.raises(IngestError, match=r"dup.jsonl: line 2: duplicate key 'input_tokens'; expected each key once"):
         load(path)
+
+
+def test_a_csv_line_over_64_mib_is_quarantined_with_its_line_number(tmp_path, load, quarantine):
+    # issue 20, item 10: "CSV Error on Line: 1" refused the whole file though the long line is line 3
+    path = tmp_path / "long.csv"
+    path.write_text("ts_utc,input_tokens,output_tokens,model\n2026-10-01T00:00:00Z,1,1,a\n"
+                    f"2026-10-01T00:00:01Z,1,1,{'x' * (65 << 20)}\n2026-10-01T00:00:02Z,1,1,c\n")
+    result, con = load(path)
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (3, 2, 1)
+    assert quarantine(con) == [(2, "line_too_long")]  # data row 2 is line 3
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_column_named_twice_is_a_whole_file_error_naming_it(tmp_path, fmt, load):
+    path = tmp_path / f"dup.{fmt}"
+    if fmt == "csv":
+        path.write_text("ts_utc,input_tokens,output_tokens,input_tokens\n2026-10-01T00:00:00Z,1,1,5\n")
+    else:
+        pq.write_table(arrow.table([arrow.array(["2026-10-01T00:00:00Z"]), arrow.array([1]), arrow.array([1]),
+                                    arrow.array([5])], names=["ts_utc", "input_tokens", "output_tokens", "input_tokens"]),
+                       path)
+    with pytest.raises(IngestError, match="names column 'input_tokens' more than once; expected each column once"):
+        load(path)
