@@ -190,3 +190,19 @@ def test_a_path_changed_to_another_files_content_is_a_change_not_unchanged(tmp_p
         (str(x1), "loaded"), (str(x2), "replaced"), (str(x2), "loaded")]
     con.close()
     assert _ingest_json(str(x2), "--db", str(db))[1][0]["status"] == "unchanged"  # the same path and content again
+
+
+def test_a_locked_database_with_json_prints_a_json_error_object(tmp_path):
+    db = tmp_path / "x.duckdb"
+    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        run = subprocess.run([*CAPPLAN, "ingest", str(CORPUS / "bom.csv"), "--db", str(db), "--json"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.returncode == 1
+    error = json.loads(run.stdout)
+    assert error["status"] == "error" and "in use by another process" in error["error"]
