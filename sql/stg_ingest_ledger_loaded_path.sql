@@ -1,6 +1,7 @@
--- the file id under which `$path` is loaded now (ledger status 'loaded'), if any: a path seen before
--- is hashed first, and new content under it is refused or replaces that file.
+-- the file loaded now under `$path` (ledger status 'loaded'), if any: its id and content hash. A path
+-- seen before is hashed first: the same content under it is `unchanged`; other content (even content
+-- loaded under another path) is a change of this path, refused or replacing that file.
 -- parameters: $path (absolute).
-select file_id
+select file_id, content_sha256
 from ingest_ledger
 where path = $path and status = 'loaded'

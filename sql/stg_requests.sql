@@ -1,7 +1,7 @@
 -- parse and check one request-log file: parse the columns of the temp view `ingest_raw` and name
 -- the FIRST rule each row breaks (`rule` is null for a good row); detail and raw values of bad rows
 -- only. Every rule but `request_id_duplicate` is named here; that one needs every id of the file
--- and is marked afterwards (sql/stg_ingest_duplicate_rows.sql, sql/stg_ingest_mark_duplicates.sql).
+-- and is marked afterwards (sql/stg_ingest_duplicate_rows.sql, sql/stg_ingest_insert_duplicates.sql).
 -- capplan.ingest.stage registers this query as the temp view `ingest_checked`; sql/stg_ingest_insert_rows.sql
 -- writes its result, every row, to `request_rows`, so the file is read once.
 -- `ingest_raw` columns (built by capplan.ingest.readers from the reader's column types):

@@ -108,6 +108,8 @@ def ingest(
     try:
         con = connect(db_path(cfg, db))
     except DatabaseLockedError as exc:
+        if as_json:  # a JSON reader gets an object, not an empty stdout
+            print_json({"error": str(exc), "status": "error"})
         fail(str(exc))
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -4,7 +4,8 @@ Runs on the file's rows as written (view ``ingest_staged``), after the staging p
 repeated ids first (``sql/stg_ingest_repeated_hashes.sql``), their exact ids
 (``sql/stg_ingest_duplicate_ids.sql``), then, only when an id repeats or ``requests`` holds ids of
 other files in the span compared, the rows breaking only this rule
-(``sql/stg_ingest_duplicate_rows.sql``), marked in place (``sql/stg_ingest_mark_duplicates.sql``).
+(``sql/stg_ingest_duplicate_rows.sql``), appended marked (``sql/stg_ingest_insert_duplicates.sql``) and
+their unmarked originals deleted (``sql/stg_ingest_delete_duplicates.sql``), so memory stays within the limit.
 A file of fresh ids is read once. Costs and the window: ``docs/ingest.md``.
 """
 
@@ -46,7 +47,8 @@ def mark_duplicate_ids(con: duckdb.DuckDBPyConnection, file_id: int, replaced_fi
     if queries.count(con, "stg_ingest_count_duplicate_ids") or earlier:
         queries.run(con, "stg_ingest_duplicate_rows", ids)
         if queries.count(con, "stg_ingest_count_duplicate_rows"):
-            queries.run(con, "stg_ingest_mark_duplicates", {"file_id": file_id, "row_offset": row_offset})
+            queries.run(con, "stg_ingest_insert_duplicates", {"file_id": file_id})  # not an update: memory (docs/ingest.md)
+            queries.run(con, "stg_ingest_delete_duplicates", {"file_id": file_id, "row_offset": row_offset})
 
 
 def drop_duplicate_tables(con: duckdb.DuckDBPyConnection) -> None:

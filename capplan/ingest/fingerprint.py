@@ -54,6 +54,8 @@ def fingerprint(path: Path, kind: str, compression: str | None, cancel: threadin
                 lines.feed(gz.inflate(chunk) if gz else chunk)
     if gz is not None:
         gz.check_complete()
+    if compression == "zstd":
+        check_zstd_complete(path)
     if lines is None:
         return Fingerprint(size, digest.hexdigest(), None)
     return Fingerprint(size, digest.hexdigest(), lines.max_records, tuple(lines.empty))
@@ -102,6 +104,65 @@ class LineCounter:
         near = np.flatnonzero(steps <= 2)  # empty, or one byte long: rare
         empty = near[(steps[near] == 1) | (text[ends[near + 1] - 1] == 0x0D)]
         self.empty.extend(int(n) for n in before + 2 + empty)  # the line ending at ends[i + 1] is number before + i + 2
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = range(0x184D2A50, 0x184D2A60)
+
+
+def check_zstd_complete(path: Path) -> None:
+    """Check that a zstd file is whole frames: every frame reaches its last block (and checksum), nothing follows.
+
+    DuckDB's zstd reader stops quietly where a truncated file ends (a file cut in half loaded
+    18,460 of 50,000 rows as complete), so the frame structure is walked here: each block header
+    (3 bytes: last-block bit, type, size) says how far its block reaches, so the walk reads a few
+    bytes per block (of up to 128 KiB) and seeks past the rest. Format: RFC 8878, section 3.1.
+
+    Raises
+    ------
+    IngestError
+        The file ends inside a frame (truncated), or holds bytes that are not a zstd frame.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        while f.tell() < size:
+            frame_at = f.tell()
+            magic = int.from_bytes(_read_exactly(f, path, 4), "little")
+            if magic in _ZSTD_SKIPPABLE:
+                f.seek(int.from_bytes(_read_exactly(f, path, 4), "little"), 1)
+            elif magic == _ZSTD_MAGIC:
+                _skip_zstd_frame(f, path)
+            else:
+                raise IngestError(f"{path}: corrupt zstd data (byte {frame_at} does not start a zstd frame); "
+                                  "expected a complete zstd file")
+            if f.tell() > size:  # a seek past the end: the block or checksum was cut off
+                raise IngestError(f"{path}: truncated zstd data (the stream ends early); "
+                                  "expected a complete zstd file")
+
+
+def _skip_zstd_frame(f, path: Path) -> None:
+    """Move ``f`` from after a frame's magic number to after the frame (RFC 8878, 3.1.1)."""
+    (descriptor,) = _read_exactly(f, path, 1)
+    fcs_flag, single_segment, checksum, dict_flag = descriptor >> 6, descriptor >> 5 & 1, descriptor >> 2 & 1, descriptor & 3
+    header_bytes = ((0 if single_segment else 1)  # window descriptor
+                    + (0, 1, 2, 4)[dict_flag]  # dictionary id
+                    + ((1 if single_segment else 0), 2, 4, 8)[fcs_flag])  # frame content size
+    f.seek(header_bytes, 1)
+    last = False
+    while not last:
+        header = int.from_bytes(_read_exactly(f, path, 3), "little")
+        last, block_type, block_bytes = bool(header & 1), header >> 1 & 3, header >> 3
+        if block_type == 3:
+            raise IngestError(f"{path}: corrupt zstd data (reserved block type); expected a complete zstd file")
+        f.seek(1 if block_type == 1 else block_bytes, 1)  # an RLE block holds one byte
+    f.seek(4 * checksum, 1)
+
+
+def _read_exactly(f, path: Path, n: int) -> bytes:
+    data = f.read(n)
+    if len(data) < n:
+        raise IngestError(f"{path}: truncated zstd data (the stream ends early); expected a complete zstd file")
+    return data
 
 
 class GzipStream:

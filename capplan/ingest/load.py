@@ -28,7 +28,7 @@ from capplan.ingest.columns import PRESETS, check_mapped_columns, column_mapping
 from capplan.ingest.contract import check_contract
 from capplan.ingest.errors import FileRefused, IngestError
 from capplan.ingest.fingerprint import fingerprint
-from capplan.ingest.formats import check_head, detect_format
+from capplan.ingest.formats import check_head, check_text_head, detect_format
 from capplan.ingest.notes import all_quarantined_message, is_plausible_all_quarantined, time_range_notes
 from capplan.ingest.readers import open_raw
 from capplan.ingest.rejects import reset_rejects
@@ -107,6 +107,8 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
     ensure_tables(con)
     kind, compression = detect_format(path)
     check_head(path, kind, compression)
+    if kind != "parquet":
+        check_text_head(path, kind, compression)
     old = queries.first(con, "stg_ingest_ledger_loaded_path", {"path": str(path)})
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="capplan-fingerprint") as hasher:
@@ -116,9 +118,9 @@ def load_file(con: duckdb.DuckDBPyConnection, path: Path, source: SourceConfig, 
             else:
                 hashed = Future()
                 hashed.set_result(fingerprint(path, kind, compression))
-                same = _same_content(con, path, source, hashed.result().sha256)
-                if same is not None:
-                    return same
+                if hashed.result().sha256 == old[1]:  # keyed by path and content: another file's content is a change
+                    return FileResult(str(path), source.name, "unchanged", file_id=old[0],
+                                      message=f"same content already ingested as file {old[0]} ({path})")
                 if (on_changed or cfg.on_changed_file) == "refuse":
                     raise FileRefused(f"{path}: content changed since it was ingested as file {old[0]}; "
                                       "refusing (use --on-changed replace to replace its rows)")
@@ -192,7 +194,7 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         raise IngestError(f"{path}: could not be read as {kind}: {first}") from None
     fp = hashed.result()
     same = _same_content(con, path, source, fp.sha256)
-    if same is not None:
+    if same is not None and replaces is None:  # a copy under a new path; under a replaced path it is a change
         raise _RollBack(same)
     queries.run(con, "stg_ingest_ledger_row", {
         "file_id": file_id, "path": str(path), "source": source.name, "size_bytes": fp.size_bytes,
@@ -201,4 +203,13 @@ def _load_in_transaction(con: duckdb.DuckDBPyConnection, path: Path, kind: str, 
         "notes": list(notes)})
     return FileResult(str(path), source.name, "replaced" if replaces is not None else "loaded",
                       loaded + quarantined, loaded, quarantined, file_id, raw.defaulted,
-                      f"replaced file {replaces}" if replaces is not None else "", notes)
+                      _replaced_message(replaces, same), notes)
+
+
+def _replaced_message(replaces: int | None, same: FileResult | None) -> str:
+    """The note of a load that replaced file ``replaces``; ``same``: a loaded file with the new content."""
+    if replaces is None:
+        return ""
+    also = (f"; the new content is also file {same.file_id}'s, so its request ids count as duplicates"
+            if same is not None else "")
+    return f"replaced file {replaces}{also}"

@@ -12,16 +12,19 @@ size, buffer) and :class:`Raw`, what the reader gave and rejected.
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression
 
 from capplan.ingest import queries
 from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
 from capplan.ingest.errors import IngestError
+from capplan.ingest.formats import MAX_COLUMNS, duckdb_path
 
 _HEADERLESS = re.compile(r"column\d+")
 #: CSV reader: the longest line read (a longer one is quarantined as line_too_long), and its buffer.
@@ -62,6 +65,37 @@ def open_raw(con: duckdb.DuckDBPyConnection, path: Path, kind: str, mapping: dic
     if kind == "csv":
         return _open_csv(con, path, mapping, positional)
     return _open_parquet(con, path, mapping) if kind == "parquet" else _open_jsonl(con, path, mapping)
+
+
+def _json_keys_present(path: Path, objects: duckdb.DuckDBPyRelation, wanted: set[str]) -> set[str]:
+    """The keys of ``wanted`` that some line of the whole file has (not a sample: a key may start late).
+
+    ``objects`` are the file's lines that are JSON objects (``source_row``, ``line``). One scan of
+    the file before the staging pass, holding one flag per key (memory does not grow with the file).
+
+    Raises
+    ------
+    IngestError
+        No line is a JSON object, or a line repeats a key (which value counts would be a guess).
+    """
+    line = ColumnExpression("line")
+    keys = FunctionExpression("json_keys", line)
+    repeats = FunctionExpression("len", keys) != FunctionExpression("len", FunctionExpression("list_distinct", keys))
+    wanted = sorted(wanted)
+    found = objects.aggregate([
+        FunctionExpression("count", ConstantExpression(1)),
+        FunctionExpression("min", CaseExpression(repeats, ColumnExpression("source_row"))),
+        *(FunctionExpression("bool_or", FunctionExpression("json_exists", line, ConstantExpression(_json_pointer(k))))
+          for k in wanted)]).fetchall()[0]
+    if not found[0]:
+        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
+    if found[1] is not None:
+        ((line_keys,),) = objects.filter(ColumnExpression("source_row") == ConstantExpression(found[1])).select(
+            keys).fetchall()
+        twice = sorted({k for k in line_keys if line_keys.count(k) > 1})
+        raise IngestError(f"{path}: line {found[1]}: duplicate key {', '.join(map(repr, twice))}; "
+                          "expected each key once per object")
+    return {k for k, present in zip(wanted, found[2:]) if present}
 
 
 def _json_pointer(key: str) -> str:
@@ -119,10 +153,14 @@ def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present:
 
 
 def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> Raw:
-    rel = con.read_csv(str(path), all_varchar=True, store_rejects=True, max_line_size=_MAX_LINE_BYTES,
-                       buffer_size=_CSV_BUFFER_BYTES)
+    rel = _read_csv(con, path)
     columns = rel.columns
+    if len(columns) > MAX_COLUMNS:
+        raise IngestError(f"{path}: {len(columns):,} columns; expected at most {MAX_COLUMNS:,}")
     header = not all(_HEADERLESS.fullmatch(c) for c in columns)
+    if header:
+        _refuse_repeated_names(path, columns, lambda: _read_csv(con, path, header=False).limit(1).fetchall()[0],
+                               "header")
     if not header:  # no header: columns are in the preset's canonical order
         positional = dict(zip(order, columns))
         mapping = {c: positional[mapping[c]] for c in mapping if mapping[c] in positional}
@@ -135,9 +173,67 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
     return Raw(defaulted, tuple(columns), header_lines=int(header))
 
 
+def _read_csv(con: duckdb.DuckDBPyConnection, path: Path, **options) -> duckdb.DuckDBPyRelation:
+    """``path`` read by DuckDB's CSV reader, every column as VARCHAR, rejected lines recorded.
+
+    DuckDB's sniffer fails on a line over the maximum line size ("CSV Error on Line: 1", whatever
+    the line). When it fails and the file has such a line, the dialect is sniffed from the file's
+    first lines without the long ones (:func:`_sniff_short_lines`) and the file read with it, so the
+    long line is rejected with its true line number and quarantined (``line_too_long``).
+    """
+    options = {"all_varchar": True, "store_rejects": True, "max_line_size": _MAX_LINE_BYTES,
+               "buffer_size": _CSV_BUFFER_BYTES, **options}
+    try:
+        return con.read_csv(duckdb_path(path), **options)
+    except duckdb.Error:
+        dialect = _sniff_short_lines(con, path)
+        if dialect is None:
+            raise
+        return con.read_csv(duckdb_path(path), auto_detect=False, **dialect, **options)
+
+
+def _sniff_short_lines(con: duckdb.DuckDBPyConnection, path: Path, lines: int = 1000) -> dict | None:
+    """The CSV dialect of the first ``lines`` lines of ``path`` that are not over the maximum line size.
+
+    None when none of those lines is over the maximum (then the sniffer failed for another reason).
+    """
+    reader = con.read_csv(duckdb_path(path), header=False, sep="\x1f", quotechar="", escapechar="",
+                          columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
+                          max_line_size=_MAX_LINE_BYTES, buffer_size=_CSV_BUFFER_BYTES)
+    head = [line for (line,) in reader.limit(lines).fetchall()]
+    if len(head) == lines or not queries.count(con, "stg_ingest_reject_errors_exist"):
+        return None  # no line of the head was rejected (a head of `lines` lines may still have, but it sufficed)
+    with tempfile.TemporaryDirectory(prefix="capplan-sniff-") as folder:
+        sample = Path(folder) / "head.csv"
+        sample.write_text("".join(f"{line or ''}\n" for line in head), encoding="utf-8")
+        sep, quote, escape, has_header, names = queries.first(con, "stg_ingest_sniff_csv",
+                                                              {"path": duckdb_path(sample)})
+    empty = "(empty)"
+    return {"sep": sep, "quotechar": "" if quote == empty else quote, "escapechar": "" if escape == empty else escape,
+            "header": bool(has_header), "columns": {name: "VARCHAR" for name in names}}
+
+
+def _refuse_repeated_names(path: Path, columns: Sequence[str], header: Callable[[], Sequence[str]],
+                           where: str) -> None:
+    """Refuse a file that names a column twice (DuckDB renames the second ``a`` to ``a_1``: the first won).
+
+    ``header()`` reads the names as written (the CSV header line, the Parquet schema); called only
+    when a name looks renamed. ``where`` names it in the message.
+    """
+    names = set(columns)
+    if not any(m and m.group(1) in names for m in map(re.compile(r"(.+)_\d+").fullmatch, columns)):
+        return
+    written = list(header())
+    twice = sorted({n for n in written if written.count(n) > 1})
+    if twice:
+        raise IngestError(f"{path}: the {where} names column {', '.join(map(repr, twice))} more than once; "
+                          "expected each column once")
+
+
 def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
-    rel = con.read_parquet(str(path), file_row_number=True)
+    rel = con.read_parquet(duckdb_path(path), file_row_number=True)
     columns = [c for c in rel.columns if c != "file_row_number"]
+    _refuse_repeated_names(path, columns, lambda: pq.read_schema(path).names, "schema")
     _require(path, mapping, columns, lambda c: c in columns)
     types = {c: t.id for c, t in zip(rel.columns, rel.types)}
     exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression, types.get)
@@ -151,7 +247,7 @@ def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str,
 def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str]) -> Raw:
     # One VARCHAR per line (0x1f cannot appear raw in valid JSON), so a malformed line is a
     # quarantined row instead of an error for the whole file; blank lines are not records.
-    lines = con.read_csv(str(path), header=False, sep="\x1f", quotechar="", escapechar="",
+    lines = con.read_csv(duckdb_path(path), header=False, sep="\x1f", quotechar="", escapechar="",
                          columns={"line": "VARCHAR"}, store_rejects=True, auto_detect=False,
                          max_line_size=_MAX_LINE_BYTES, buffer_size=_CSV_BUFFER_BYTES)
     lines.create_view("ingest_json_lines", replace=True)
@@ -159,12 +255,11 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
     valid = CaseExpression(FunctionExpression("json_valid", ColumnExpression("line")),
                            FunctionExpression("json_type", ColumnExpression("line")) == ConstantExpression("OBJECT")
                            ).otherwise(ConstantExpression(False))
-    sample = numbered.filter(valid).limit(1000).select(
-        FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
-    keys = sorted({k for (ks,) in sample if ks for k in ks})
-    if not sample:
-        raise IngestError(f"{path}: no line is a JSON object; expected one JSON object per line")
-    _require(path, mapping, keys, lambda c: c in keys)
+    keys = _json_keys_present(path, numbered.filter(valid), set(mapping.values()))
+    if not all(mapping.get(c) in keys for c in REQUIRED_COLUMNS):  # name what the file has, from its first lines
+        sample = numbered.filter(valid).limit(1000).select(
+            FunctionExpression("json_keys", ColumnExpression("line")).alias("k")).fetchall()
+        _require(path, mapping, sorted({k for (ks,) in sample if ks for k in ks}), lambda c: c in keys)
 
     def extract(src: str) -> duckdb.Expression:
         return CaseExpression(valid, FunctionExpression(

@@ -16,7 +16,7 @@ import duckdb
 
 from capplan.config import IngestConfig, SourceConfig
 from capplan.ingest.errors import FileRefused, IngestError
-from capplan.ingest.formats import expand_paths
+from capplan.ingest.formats import expand_paths, no_match_message
 from capplan.ingest.load import FileResult, Status, load_file
 
 
@@ -31,7 +31,7 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, patterns: Iterable[str | Path],
     message; nothing of such a file is loaded) and per pattern that matched no file.
     """
     files, missing = expand_paths(patterns)
-    results = [FileResult(p, source.name, "error", message=f"{p}: no such file") for p in missing]
+    results = [FileResult(p, source.name, "error", message=no_match_message(p)) for p in missing]
     for path in files:
         try:
             result = load_file(con, path, source, cfg, now_utc=now_utc, on_changed=on_changed, on_rows=on_rows)

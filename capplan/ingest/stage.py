@@ -26,6 +26,7 @@ from capplan.ingest.columns import DEFAULT_MODEL, UNIT_US, parse_origin
 from capplan.ingest.duplicates import drop_duplicate_tables, mark_duplicate_ids
 from capplan.ingest.errors import IngestError
 from capplan.ingest.fingerprint import Fingerprint
+from capplan.ingest.formats import duckdb_path
 from capplan.ingest.readers import Raw
 from capplan.ingest.rejects import last_rejects, quarantine_rejects, scan_gaps
 
@@ -109,7 +110,7 @@ def _check_rows_read(con: duckdb.DuckDBPyConnection, path: Path, kind: str, raw:
     if rows_read == 0:
         raise IngestError(f"{path}: no data rows (header only?); expected at least one request row")
     # for text, every record takes at least one line
-    bound = (int(queries.first(con, "stg_ingest_parquet_row_count", {"path": str(path)})[0])
+    bound = (int(queries.first(con, "stg_ingest_parquet_row_count", {"path": duckdb_path(path)})[0])
              if kind == "parquet" else line_bound(hashed.result(), raw))
     if (kind == "parquet" and rows_read != bound) or (bound is not None and rows_read > bound):
         raise IngestError(f"{path}: read {rows_read} rows but the file holds at most {bound}")

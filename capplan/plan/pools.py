@@ -216,7 +216,7 @@ def pool_traffic(by_model: pd.DataFrame, pool: Pool) -> tuple[pd.DataFrame, pd.D
     """Hourly traffic of a pool, summed over its models, and its daily peak and mean.
 
     ``by_model`` is :func:`capplan.profile.hourly_traffic` of every model. Per hour:
-    ``avg_qps`` and ``concurrency_littles`` add exactly (L = Σ λ_m W_m); ``peak_second_qps``
+    ``requests``, ``avg_qps`` and ``concurrency_littles`` add exactly (L = Σ λ_m W_m); ``peak_second_qps``
     and ``concurrency_measured_peak`` add to an upper band (the models' peaks need not
     coincide), so a pool of several models errs towards a larger burst ratio. An hour is a
     gap only when every model of the pool lacks it; a model's hours outside its span add 0.
@@ -224,10 +224,14 @@ def pool_traffic(by_model: pd.DataFrame, pool: Pool) -> tuple[pd.DataFrame, pd.D
     rows = by_model[by_model["model"].isin(pool.models)]
     if rows.empty:
         raise PoolError(f"pool {pool.name!r}: no hourly traffic for its models {', '.join(pool.models)}")
-    measures = ["avg_qps", "peak_second_qps", "concurrency_littles", "concurrency_measured_peak"]
+    measures = ["requests", "avg_qps", "peak_second_qps", "concurrency_littles", "concurrency_measured_peak"]
+    rows = rows.astype({m: float for m in measures})
     wide = rows.pivot_table(index="hour_utc", columns="model", values=measures, aggfunc="sum", dropna=False)
     hours = pd.date_range(rows["hour_utc"].min(), rows["hour_utc"].max(), freq="h", name="hour_utc")
     hourly = pd.DataFrame({m: wide[m].astype(float).reindex(hours).sum(axis=1, min_count=1) for m in measures})
+    # an hour's observed seconds belong to the data's span, the same for every model: the largest of them
+    exposure = rows.pivot_table(index="hour_utc", columns="model", values="exposure_s", aggfunc="max")
+    hourly["exposure_s"] = exposure.reindex(hours).max(axis=1)
     gaps = rows.pivot_table(index="hour_utc", columns="model", values="is_gap", aggfunc="all").reindex(hours)
     hourly["is_gap"] = gaps.fillna(True).astype(bool).all(axis=1)
     hourly = hourly.reset_index()

@@ -122,3 +122,87 @@ def test_flow_ingests_the_configured_database(prefect_harness, tmp_path):
     assert again[0].status == "unchanged"
     con = connect(cfg.database.path, read_only=True)
     assert con.execute("select count(*) from requests").fetchall() == [(2,)]
+
+
+def _ingest_json(*args: str) -> tuple[int, list[dict]]:
+    result = CliRunner().invoke(app, ["ingest", *args, "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_file_names_with_glob_characters_are_read_literally(tmp_path):
+    # issue 20, item 6: `a[12].parquet` re-read a1 and a2 (12 rows, token sum 18); `c[12].csv` gave INTERRUPT Error
+    con = duckdb.connect()
+    for name, rows, tokens in (("a1", 1, 1), ("a2", 2, 2), ("a[12]", 9, 3009)):
+        con.execute(f"copy (select timestamp '2026-10-01 00:00:00' + to_seconds(i) as ts_utc, "
+                    f"case when i = 0 then {tokens - rows + 1} else 1 end as input_tokens, 0 as output_tokens "
+                    f"from range({rows}) t(i)) to '{tmp_path / name}.parquet' (format parquet)")
+    (tmp_path / "c1.csv").write_text("ts_utc,input_tokens,output_tokens\n2026-10-01T00:00:00Z,1,1\n")
+    (tmp_path / "c[12].csv").write_text("ts_utc,input_tokens,output_tokens\n2026-10-01T00:00:00Z,5,5\n"
+                                        "2026-10-01T00:00:01Z,5,5\n")
+    db = tmp_path / "x.duckdb"
+    code, files = _ingest_json(str(tmp_path / "a[12].parquet"), str(tmp_path / "c[12].csv"), "--db", str(db))
+    assert code == 0, files
+    assert [(Path(f["path"]).name, f["status"], f["rows_read"]) for f in files] == [
+        ("a[12].parquet", "loaded", 9), ("c[12].csv", "loaded", 2)]
+    assert duckdb.connect(str(db), read_only=True).execute(
+        "select count(*), sum(input_tokens) from requests").fetchone() == (11, 3009 + 10)
+
+
+def test_a_folder_ingests_its_log_files_recursively_and_an_empty_glob_says_so(tmp_path):
+    logs = tmp_path / "logs"
+    for rel in ("a.csv", "dt=2026-10-01/b.csv", "deep/er/c.csv", "_tmp/x.csv", ".hidden/y.csv", "_SUCCESS",
+                ".d.csv", "README.md"):
+        (logs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (logs / rel).write_text(f"ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:00Z,1,1,{rel}\n")
+    db = tmp_path / "x.duckdb"
+    code, files = _ingest_json(str(logs), "--db", str(db))
+    assert code == 0, files
+    assert sorted(Path(f["path"]).relative_to(logs).as_posix() for f in files) == [
+        "a.csv", "deep/er/c.csv", "dt=2026-10-01/b.csv"]
+    assert all(f["rows_read"] == f["rows_loaded"] + f["rows_quarantined"] == 1 for f in files)
+    code, files = _ingest_json(str(tmp_path / "nothing-*.csv"), str(tmp_path / "absent.csv"), "--db", str(db))
+    assert code == 1
+    assert [f["message"] for f in files] == [f"no file matches {tmp_path / 'nothing-*.csv'}",
+                                             f"{tmp_path / 'absent.csv'}: no such file"]
+    (tmp_path / "empty").mkdir()
+    code, files = _ingest_json(str(tmp_path / "empty"), "--db", str(db))
+    assert code == 1 and "no log file in this folder" in files[0]["message"]
+
+
+def test_a_path_changed_to_another_files_content_is_a_change_not_unchanged(tmp_path):
+    # issue 20, item 8: `capplan ingest x1.csv x2.csv; cp x1.csv x2.csv; capplan ingest x2.csv --on-changed replace`
+    # reported "unchanged" and kept x2's old rows
+    x1, x2, db = tmp_path / "x1.csv", tmp_path / "x2.csv", tmp_path / "d.duckdb"
+    x1.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:00Z,1,1,a\n2026-10-01T00:00:01Z,2,2,b\n")
+    x2.write_text("ts_utc,input_tokens,output_tokens,request_id\n2026-10-01T00:00:02Z,7,7,c\n")
+    assert _ingest_json(str(x1), str(x2), "--db", str(db))[0] == 0
+    x2.write_bytes(x1.read_bytes())
+    code, files = _ingest_json(str(x2), "--db", str(db))
+    assert code == 1 and files[0]["status"] == "refused"
+    code, files = _ingest_json(str(x2), "--db", str(db), "--on-changed", "replace")
+    assert code == 0 and files[0]["status"] == "replaced", files
+    assert files[0]["rows_read"] == 2 == files[0]["rows_loaded"] + files[0]["rows_quarantined"]
+    con = duckdb.connect(str(db), read_only=True)
+    # x2's old row is gone; its new rows repeat x1's ids, so they are duplicates, not counted twice
+    assert con.execute("select request_id, input_tokens from requests order by ts_utc").fetchall() == [("a", 1), ("b", 2)]
+    assert con.execute("select rule, count(*) from quarantine group by rule").fetchall() == [("request_id_duplicate", 2)]
+    assert con.execute("select path, status from ingest_ledger order by file_id").fetchall() == [
+        (str(x1), "loaded"), (str(x2), "replaced"), (str(x2), "loaded")]
+    con.close()
+    assert _ingest_json(str(x2), "--db", str(db))[1][0]["status"] == "unchanged"  # the same path and content again
+
+
+def test_a_locked_database_with_json_prints_a_json_error_object(tmp_path):
+    db = tmp_path / "x.duckdb"
+    code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        run = subprocess.run([*CAPPLAN, "ingest", str(CORPUS / "bom.csv"), "--db", str(db), "--json"],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run.returncode == 1
+    error = json.loads(run.stdout)
+    assert error["status"] == "error" and "in use by another process" in error["error"]

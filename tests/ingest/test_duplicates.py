@@ -5,8 +5,11 @@ The bad-input corpus is in tests/data/ingest/; fixtures in tests/ingest/conftest
 
 from __future__ import annotations
 
-from capplan.config import IngestConfig
+import duckdb
+
+from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
+from capplan.ingest import load_file
 
 
 def test_duplicate_against_an_earlier_file_is_quarantined(tmp_path, corpus, load):
@@ -87,3 +90,26 @@ def test_an_earlier_files_id_is_a_duplicate_only_within_the_window(tmp_path, loa
         ids = con.execute("select raw->>'request_id' from quarantine where path = ? order by 1",
                           [str(later)]).fetchall()
         assert [i for (i,) in ids] == quarantined and result.rows_loaded == 2 - len(quarantined)
+
+
+def test_a_whole_file_of_duplicates_stays_within_the_memory_limit(tmp_path, now):
+    # issue 20, item 9: the same 5.4 M requests as CSV then Parquet (same ids) failed with "Out of Memory
+    # Error ... 1.0 GiB": marking the duplicates was an update held in memory until commit. The same
+    # failure at 400 k rows under a 64 MiB limit; every row of the second file is a duplicate.
+    rows = 400_000
+    query = (f"select timestamp '2026-10-01' + to_microseconds(i * 400000) as ts_utc, i % 1000 as input_tokens, "
+             f"i % 300 as output_tokens, 'req-' || lpad(i::varchar, 12, '0') as request_id, 'm' || (i % 3) as model "
+             f"from range({rows}) t(i)")
+    maker = duckdb.connect()
+    for name, option in (("b.csv", "header"), ("b.parquet", "format parquet")):
+        maker.execute(f"copy ({query}) to '{tmp_path / name}' ({option})")
+    con, cfg, source = connect(), IngestConfig(memory_limit_mib=64), SourceConfig(name="t")
+    first = load_file(con, tmp_path / "b.csv", source, cfg, now_utc=now)
+    again = load_file(con, tmp_path / "b.parquet", source, cfg, now_utc=now)
+    assert (first.rows_read, first.rows_loaded) == (rows, rows)
+    assert (again.status, again.rows_read, again.rows_loaded, again.rows_quarantined) == ("loaded", rows, 0, rows)
+    assert con.execute("select count(*), count(distinct row_number), min(row_number), max(row_number), "
+                       "bool_and(rule = 'request_id_duplicate') from quarantine where file_id = ?",
+                       [again.file_id]).fetchone() == (rows, rows, 1, rows, True)
+    assert con.execute("select count(*), sum(input_tokens) from requests").fetchone() == (
+        rows, sum(i % 1000 for i in range(rows)))

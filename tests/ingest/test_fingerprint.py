@@ -6,7 +6,11 @@ The bad-input corpus is in tests/data/ingest/; fixtures in tests/ingest/conftest
 from __future__ import annotations
 
 import gzip
+import shutil
+import subprocess
+from pathlib import Path
 
+import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,3 +56,35 @@ def test_concatenated_gzip_members_and_crlf_line_endings(tmp_path, load):
     result, con = load(path)
     assert (result.rows_read, result.rows_loaded) == (2, 2)
     assert con.execute("select sum(output_tokens) from requests").fetchall() == [(6,)]
+
+
+def _zstd_with_duckdb(src: Path, out: Path) -> None:
+    duckdb.connect().execute(f"copy (select * from read_csv(?, all_varchar=true)) to '{out}' (header, compression zstd)",
+                             [str(src)])
+
+
+def _zstd_with_cli(src: Path, out: Path) -> None:
+    if shutil.which("zstd") is None:
+        pytest.skip("the zstd command is not installed (the DuckDB-written case still runs)")
+    subprocess.run(["zstd", "-q", "-f", str(src), "-o", str(out)], check=True)
+
+
+@pytest.mark.parametrize("compress", [_zstd_with_duckdb, _zstd_with_cli], ids=["duckdb", "zstd-cli"])
+def test_a_truncated_zstd_file_is_a_whole_file_error(tmp_path, compress, load):
+    # issue 20, item 4: half of a zstd-compressed 50,000-row CSV loaded 18,460 rows as complete
+    src = tmp_path / "z.csv"
+    src.write_text("ts_utc,input_tokens,output_tokens,request_id\n" + "".join(
+        f"2026-10-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z,{i % 97},{i % 13},r{i}\n"
+        for i in range(50_000)))
+    whole = tmp_path / "whole.csv.zst"
+    compress(src, whole)
+    result, _ = load(whole)
+    assert (result.status, result.rows_read) == ("loaded", 50_000)
+    half = tmp_path / "half.csv.zst"
+    half.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(IngestError, match="truncated zstd data"):
+        load(half)
+    garbage = tmp_path / "trailing.csv.zst"
+    garbage.write_bytes(whole.read_bytes() + b"not zstd")
+    with pytest.raises(IngestError, match="corrupt zstd data"):
+        load(garbage)

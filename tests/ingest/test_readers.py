@@ -11,6 +11,7 @@ convert as their text forms do.
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
-from capplan.ingest import load_file
+from capplan.ingest import IngestError, load_file
 
 
 @pytest.mark.parametrize("name, expected_rules, loaded", [
@@ -179,3 +180,65 @@ def test_infinite_timestamps_are_no_arrival_time(tmp_path, suffix):
     assert [row[0] for row in loaded] == [datetime(2026, 10, 1)]
     details = [d for (d,) in con.execute("select detail from quarantine order by row_number").fetchall()]
     assert all(d.startswith("ts_utc: ") and "infinity" in d for d in details), details
+
+
+def _jsonl(path: Path, rows: int, late_key: str, from_line: int) -> Path:
+    """JSON lines whose key ``late_key`` first appears at line ``from_line`` (1-based)."""
+    with open(path, "w") as f:
+        for i in range(rows):
+            row = {"ts_utc": f"2026-10-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z", "input_tokens": 1, "output_tokens": 2}
+            row.pop(late_key, None)
+            if i + 1 >= from_line:
+                row[late_key] = "late-model" if late_key == "model" else 3
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_json_keys_that_first_appear_late_are_read(tmp_path, load, quarantine):
+    # issue 20, item 5: 1,500 rows all got model `default` when `model` starts at line 1,200
+    result, con = load(_jsonl(tmp_path / "late.jsonl", 1500, "model", 1200))
+    assert (result.rows_read, result.rows_loaded, result.defaulted_columns) == (1500, 1500, ("status", "ttft_ms",
+            "latency_ms", "request_id", "tenant", "zone"))
+    assert con.execute("select model, count(*) from requests group by model order by model").fetchall() == [
+        ("default", 1199), ("late-model", 301)]
+    # ... and a required key absent from the first 1,000 lines refused the file
+    result, con = load(_jsonl(tmp_path / "late_required.jsonl", 1500, "output_tokens", 1200))
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (1500, 301, 1199)
+    assert {rule for _, rule in quarantine(con)} == {"tokens_missing"}
+
+
+def test_a_required_key_no_line_has_is_still_refused_naming_the_keys_found(tmp_path, load):
+    path = _jsonl(tmp_path / "never.jsonl", 20, "output_tokens", 10_000)
+    with pytest.raises(IngestError, match=r"missing required column output_tokens .*found columns \['input_tokens', 'ts_utc'\]"):
+        load(path)
+
+
+def test_duplicate_json_keys_are_a_whole_file_error_naming_the_key_and_line(tmp_path, load):
+    path = tmp_path / "dup.jsonl"
+    path.write_text('{"ts_utc": "2026-10-01T00:00:00Z", "input_tokens": 1, "output_tokens": 1}\n'
+                    '{"ts_utc": "2026-10-01T00:00:01Z", "input_tokens": 1, "output_tokens": 1, "input_tokens": 5}\n')
+    with pytest.raises(IngestError, match=r"dup.jsonl: line 2: duplicate key 'input_tokens'; expected each key once"):
+        load(path)
+
+
+def test_a_csv_line_over_64_mib_is_quarantined_with_its_line_number(tmp_path, load, quarantine):
+    # issue 20, item 10: "CSV Error on Line: 1" refused the whole file though the long line is line 3
+    path = tmp_path / "long.csv"
+    path.write_text("ts_utc,input_tokens,output_tokens,model\n2026-10-01T00:00:00Z,1,1,a\n"
+                    f"2026-10-01T00:00:01Z,1,1,{'x' * (65 << 20)}\n2026-10-01T00:00:02Z,1,1,c\n")
+    result, con = load(path)
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (3, 2, 1)
+    assert quarantine(con) == [(2, "line_too_long")]  # data row 2 is line 3
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_column_named_twice_is_a_whole_file_error_naming_it(tmp_path, fmt, load):
+    path = tmp_path / f"dup.{fmt}"
+    if fmt == "csv":
+        path.write_text("ts_utc,input_tokens,output_tokens,input_tokens\n2026-10-01T00:00:00Z,1,1,5\n")
+    else:
+        pq.write_table(arrow.table([arrow.array(["2026-10-01T00:00:00Z"]), arrow.array([1]), arrow.array([1]),
+                                    arrow.array([5])], names=["ts_utc", "input_tokens", "output_tokens", "input_tokens"]),
+                       path)
+    with pytest.raises(IngestError, match="names column 'input_tokens' more than once; expected each column once"):
+        load(path)

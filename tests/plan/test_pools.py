@@ -86,13 +86,16 @@ def test_pool_traffic_sums_its_models_hour_by_hour():
     rows = []
     for model, qps, start in (("x", 1.0, 0), ("y", 2.0, 1), ("z", 9.0, 0)):
         for h in hours[start:]:
-            rows.append({"hour_utc": h, "model": model, "avg_qps": qps, "peak_second_qps": 3 * qps,
-                         "concurrency_littles": qps * 2, "concurrency_measured_peak": 4 * qps, "is_gap": False})
+            rows.append({"hour_utc": h, "model": model, "requests": 3600 * qps, "avg_qps": qps,
+                         "peak_second_qps": 3 * qps, "concurrency_littles": qps * 2,
+                         "concurrency_measured_peak": 4 * qps, "is_gap": False, "exposure_s": 3600.0})
     by_model = pd.DataFrame(rows)
     cfg = parse_config({"pools": [{"name": "p", "models": ["x", "y"]}, {"name": "q", "models": ["z"]}]})
     p, _ = resolve_pools(cfg, ["x", "y", "z"])
     hourly, daily = pool_traffic(by_model, p)
     assert hourly["avg_qps"].tolist() == [1.0, 3.0, 3.0]  # y starts an hour later: it adds 0 before
+    assert hourly["requests"].tolist() == [3600.0, 10800.0, 10800.0]
+    assert hourly["exposure_s"].tolist() == [3600.0] * 3
     assert hourly["concurrency_littles"].tolist() == [2.0, 6.0, 6.0]
     assert hourly["peak_second_qps"].tolist() == [3.0, 9.0, 9.0]  # an upper band of the pool's busiest second
     assert not hourly["is_gap"].any() and daily["avg_qps"].iloc[0] == pytest.approx(7 / 3)
