@@ -152,7 +152,9 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
               "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
               charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
         Chart("latency-utilisation", "Latency against utilisation, per pool",
-              "Mean latency as utilisation rises (service time = the pool's measured mean latency); the dot is the "
+              "Mean latency as utilisation rises (service time = the pool's mean latency: "
+              + ", ".join(f"{p.name} {p.measured.sources.get('latency_s', 'measured')}" for p in plans)
+              + "); the dot is the "
               "target utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
               _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
                                                                     p.sized.operating_latency_s))),

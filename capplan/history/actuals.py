@@ -43,7 +43,7 @@ class ActualMonth:
     need_gpus : numpy.ndarray
         GPUs each hour needed, NaN where the hour was not observed. [GPUs]
     requests : float
-        Requests in the observed hours. [requests]
+        Requests counted in the observed hours. [requests]
     peak_qps : float
         The month's design peak: burst ratio × the busiest hour's mean QPS. [requests/s]
     gpus_needed : int
@@ -108,7 +108,7 @@ def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool,
                         reserved_gpus=int(reserved_gpus))
     return ActualMonth(
         month=month, pool=pool.name, hours_utc=hours.to_numpy().astype("datetime64[h]"), need_gpus=need,
-        requests=float(np.nansum(part["avg_qps"].where(observed).to_numpy(float)) * 3600.0),
+        requests=float(np.nansum(part["requests"].where(observed).to_numpy(float))),  # counted, not rate × 3600
         peak_qps=peak, gpus_needed=int(fleet_for(peak, spec, measured).total_gpus),
         gpu_hours=float(np.nansum(need)), cost_usd=float(cost.total().total_cost_usd),
         complete=bool(observed.all()))

@@ -166,9 +166,10 @@ def _wide_report():
     from capplan.reports.document import Chart, PlanReport, Table
 
     months = ["2026-12", "2027-01"]
-    headline = pd.DataFrame({"month": months, "gpus_p50": [4, 5], "gpus_p90": [5, 7], "cost_usd_p50": [9e3, 1.1e4],
+    headline = pd.DataFrame({"pool": ["chat"] * 2, "month": months, "gpu_type": ["H100-SXM-80GB"] * 2, "gpus_p50": [4, 5], "gpus_p90": [5, 7], "cost_usd_p50": [9e3, 1.1e4],
                              "cost_usd_p90": [1.1e4, 1.5e4], "binding": ["throughput", "memory"]})
-    budget = pd.DataFrame({"month": months, "gpu_type": ["H100-SXM-80GB"] * 2, "gpus_p50": [4, 5], "gpus_p90": [5, 7]})
+    budget = pd.DataFrame({"month": months, "pool": ["chat"] * 2, "gpu_type": ["H100-SXM-80GB"] * 2,
+                           "gpus_p50": [4, 5], "gpus_p90": [5, 7]})
     for option in ("reserved", "on_demand", "spot"):
         budget[f"gpu_hours_{option}"] = 2232.0
         budget[f"cost_usd_{option}"] = 4000.0
