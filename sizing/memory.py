@@ -102,14 +102,9 @@ def kv_cache_bytes_per_token(
     >>> kv_cache_bytes_per_token(32, 8, 128, "bf16")
     131072.0
     """
-    heads = kv_heads_per_gpu(num_kv_heads, tensor_parallel)
-    return _out(
-        2  # key and value
-        * positive("num_layers", num_layers)
-        * np.asarray(heads)
-        * positive("head_dim", head_dim)
-        * dtype_bytes(kv_dtype)
-    )
+    heads = np.asarray(kv_heads_per_gpu(num_kv_heads, tensor_parallel))
+    elements = 2 * heads * positive("head_dim", head_dim)  # key and value: kv_elements_per_token_per_layer
+    return kv_bytes_per_token(positive("num_layers", num_layers), elements, dtype_bytes(kv_dtype))
 
 
 def kv_bytes_per_sequence(
@@ -202,7 +197,7 @@ def weights_bytes(parameters: ArrayLike, weights_dtype: str = "bf16") -> np.ndar
     >>> weights_bytes(70.6e9, "bf16") / 1e9
     141.2
     """
-    return _out(positive("parameters", parameters) * dtype_bytes(weights_dtype))
+    return weight_bytes_per_gpu(positive("parameters", parameters), dtype_bytes(weights_dtype), 1)
 
 
 def kv_budget_bytes_per_gpu(
@@ -325,3 +320,80 @@ def smallest_tensor_parallel(
         f"{kv_bytes_per_sequence / 1e9:.2f} GB do not fit on {max(degrees)} GPUs of {gpu_memory_gib} GiB "
         f"with a {memory_reserve_fraction:.0%} reserve"
     )
+
+
+def weight_bytes_per_gpu(parameters: ArrayLike, weight_bytes_per_parameter: ArrayLike,
+                         tensor_parallel: ArrayLike) -> np.ndarray | float:
+    """Bytes of weights each GPU of a tensor-parallel replica holds.
+
+    .. math:: W_{gpu} = N \\cdot b_w / t
+
+    Parameters
+    ----------
+    parameters : array_like
+        Total parameters, all experts included. [parameters]
+    weight_bytes_per_parameter : array_like
+        Stored bytes per weight (:data:`WEIGHT_BYTES_PER_PARAMETER`). [B/parameter]
+    tensor_parallel : array_like
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    numpy.ndarray or float
+        Weight bytes per GPU. [B]
+
+    Examples
+    --------
+    Llama 3.1 70B in FP8 at TP 2: 70.6e9 × 1 B / 2 = 35.3 GB per GPU.
+
+    >>> weight_bytes_per_gpu(70.6e9, 1, 2)
+    35300000000.0
+    """
+    return _out(np.asarray(parameters, dtype=float) * weight_bytes_per_parameter / tensor_parallel)
+
+
+def kv_elements_per_token_per_layer(num_kv_heads: int, head_dim: int, kv_latent_dim: int | None = None) -> int:
+    """Elements cached per token per layer.
+
+    .. math:: c = 2 \\cdot h_{kv} \\cdot d \\quad \\text{(or the MLA latent width)}
+
+    Examples
+    --------
+    Llama 3.1 70B (8 KV heads of 128): 2 × 8 × 128 = 2048.
+
+    >>> kv_elements_per_token_per_layer(8, 128)
+    2048
+    """
+    if kv_latent_dim is not None:
+        return int(kv_latent_dim)
+    return 2 * num_kv_heads * head_dim  # key and value
+
+
+def kv_bytes_per_token(num_layers: ArrayLike, kv_elements_per_layer: ArrayLike,
+                       kv_bytes_per_element: ArrayLike) -> np.ndarray | float:
+    """KV-cache bytes one token of context occupies in a full-attention model (whole replica).
+
+    .. math:: b_{kv} = L \\cdot c \\cdot b_e
+
+    Parameters
+    ----------
+    num_layers : array_like
+        [layers]
+    kv_elements_per_layer : array_like
+        :func:`kv_elements_per_token_per_layer`. [elements]
+    kv_bytes_per_element : array_like
+        [B/element]
+
+    Returns
+    -------
+    numpy.ndarray or float
+        [B/token]
+
+    Examples
+    --------
+    Llama 3.1 8B in FP8: 32 layers × 2 × 8 × 128 × 1 B = 65,536 B (64 KiB) per token.
+
+    >>> kv_bytes_per_token(32, 2048, 1)
+    65536.0
+    """
+    return _out(np.asarray(num_layers, dtype=float) * kv_elements_per_layer * kv_bytes_per_element)

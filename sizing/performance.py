@@ -41,7 +41,12 @@ from numpy.typing import ArrayLike
 
 from capplan.sizing._checks import _out
 from capplan.sizing.catalogue import DATA_DIR, GpuSpec, ModelSpec, load_gpus, load_models
-from capplan.sizing.memory import BYTES_PER_GIB
+from capplan.sizing.memory import (  # one home for the weight and KV byte formulas
+    BYTES_PER_GIB,
+    kv_bytes_per_token,
+    kv_elements_per_token_per_layer,
+    weight_bytes_per_gpu,
+)
 
 PERFORMANCE_FILE = DATA_DIR / "performance.toml"
 
@@ -283,36 +288,6 @@ def stack_replicas(replicas: list[Replica]) -> Replica:
 # Physical terms
 # ---------------------------------------------------------------------------
 
-def weight_bytes_per_gpu(parameters: ArrayLike, weight_bytes_per_parameter: ArrayLike,
-                         tensor_parallel: ArrayLike) -> np.ndarray | float:
-    """Bytes of weights each GPU of a tensor-parallel replica holds.
-
-    .. math:: W_{gpu} = N \\cdot b_w / t
-
-    Parameters
-    ----------
-    parameters : array_like
-        Total parameters, all experts included. [parameters]
-    weight_bytes_per_parameter : array_like
-        Stored bytes per weight (:data:`WEIGHT_BYTES_PER_PARAMETER`). [B/parameter]
-    tensor_parallel : array_like
-        GPUs per replica. [GPUs]
-
-    Returns
-    -------
-    numpy.ndarray or float
-        Weight bytes per GPU. [B]
-
-    Examples
-    --------
-    Llama 3.1 70B in FP8 at TP 2: 70.6e9 × 1 B / 2 = 35.3 GB per GPU.
-
-    >>> weight_bytes_per_gpu(70.6e9, 1, 2)
-    35300000000.0
-    """
-    return _out(np.asarray(parameters, dtype=float) * weight_bytes_per_parameter / tensor_parallel)
-
-
 def experts_touched(num_experts: ArrayLike, experts_per_token: ArrayLike, tokens: ArrayLike) -> np.ndarray | float:
     """Expected distinct experts a layer runs for ``tokens`` tokens routed independently.
 
@@ -397,23 +372,6 @@ def weight_bytes_read_per_step_per_gpu(
     return _out(np.asarray(read * weight_bytes_per_parameter / tensor_parallel))
 
 
-def kv_elements_per_token_per_layer(num_kv_heads: int, head_dim: int, kv_latent_dim: int | None = None) -> int:
-    """Elements cached per token per layer.
-
-    .. math:: c = 2 \\cdot h_{kv} \\cdot d \\quad \\text{(or the MLA latent width)}
-
-    Examples
-    --------
-    Llama 3.1 70B (8 KV heads of 128): 2 × 8 × 128 = 2048.
-
-    >>> kv_elements_per_token_per_layer(8, 128)
-    2048
-    """
-    if kv_latent_dim is not None:
-        return int(kv_latent_dim)
-    return 2 * num_kv_heads * head_dim  # key and value
-
-
 def kv_shards(num_kv_heads: int, tensor_parallel: int, *, latent: bool = False) -> int:
     """GPUs the KV cache is split over: heads split up to ``h_kv`` ways, a latent cache not at all.
 
@@ -443,36 +401,6 @@ def attended_tokens_per_layer(context_tokens: ArrayLike, num_layers: ArrayLike, 
     windowed = np.where(np.asarray(sliding_window_tokens) > 0, np.minimum(c, sliding_window_tokens), c)
     full_layers = num_layers - np.asarray(sliding_window_layers)
     return _out(np.asarray((full_layers * c + sliding_window_layers * windowed) / num_layers))
-
-
-def kv_bytes_per_token(num_layers: ArrayLike, kv_elements_per_layer: ArrayLike,
-                       kv_bytes_per_element: ArrayLike) -> np.ndarray | float:
-    """KV-cache bytes one token of context occupies in a full-attention model (whole replica).
-
-    .. math:: b_{kv} = L \\cdot c \\cdot b_e
-
-    Parameters
-    ----------
-    num_layers : array_like
-        [layers]
-    kv_elements_per_layer : array_like
-        :func:`kv_elements_per_token_per_layer`. [elements]
-    kv_bytes_per_element : array_like
-        [B/element]
-
-    Returns
-    -------
-    numpy.ndarray or float
-        [B/token]
-
-    Examples
-    --------
-    Llama 3.1 8B in FP8: 32 layers × 2 × 8 × 128 × 1 B = 65,536 B (64 KiB) per token.
-
-    >>> kv_bytes_per_token(32, 2048, 1)
-    65536.0
-    """
-    return _out(np.asarray(num_layers, dtype=float) * kv_elements_per_layer * kv_bytes_per_element)
 
 
 def kv_bytes_per_sequence_per_gpu(rep: Replica, context_tokens: ArrayLike) -> np.ndarray | float:

@@ -1,0 +1,150 @@
+"""Throughput per pool: measured, calibrated, modelled or assumed, in that order (issue 19).
+
+:func:`pool_throughput` picks the best source for one pool's GPU throughput:
+
+1. **measured**: a clean sweep of load tests of this pool on its GPU and TP, at the production
+   mix: the capacity at the SLO (:func:`capplan.loadtest.capacity.capacity_at_slo`), per GPU;
+2. **calibrated**: such a sweep at another token mix (only the ``token_mix`` flag): the performance
+   model scaled by the measured/model ratio at the test's mix, evaluated at the production mix,
+   ``X = X_model(prod) · X_meas(test) / X_model(test)``, so at the test's own mix it equals the measurement;
+3. **modelled**: :func:`capplan.sizing.performance.replica_throughput` at the production mix and targets;
+4. **assumed**: the GPU catalogue's figure for the model's size class.
+
+Each estimate's ``note`` says what it rests on and why a higher source was not used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import duckdb
+import pandas as pd
+
+from capplan import sql
+from capplan.loadtest.capacity import SloTargets, group_sweeps, sweep_summary
+from capplan.loadtest.hygiene import run_flags
+from capplan.loadtest.store import has_table
+from capplan.sizing.catalogue import GpuSpec, ModelSpec
+from capplan.sizing.performance import replica_throughput, token_mix
+
+SOURCES = ("measured", "calibrated", "modelled", "assumed")
+
+
+@dataclass(frozen=True)
+class ThroughputEstimate:
+    """One pool's GPU throughput and where it comes from."""
+
+    gpu_output_tokens_per_s: float  # [tokens/(s·GPU)] at the operating point
+    gpu_prefill_tokens_per_s: float | None  # [tokens/(s·GPU)]
+    seqs_per_gpu: float | None  # None: sizing's own KV-memory calculation decides [sequences/GPU]
+    source: Literal["measured", "calibrated", "modelled", "assumed"]
+    note: str  # what it rests on (load-test file + capacity, or model inputs)
+
+    def fleet_spec_overrides(self) -> dict:
+        """Keyword arguments for ``SizingConfig.fleet_spec`` / ``dataclasses.replace(FleetSpec, ...)``."""
+        return {"gpu_output_tokens_per_s": self.gpu_output_tokens_per_s,
+                "gpu_prefill_tokens_per_s": self.gpu_prefill_tokens_per_s,
+                "seqs_per_gpu": self.seqs_per_gpu}
+
+
+def load_tests_for_plan(con: duckdb.DuckDBPyConnection, pools: Sequence[str]) -> pd.DataFrame:
+    """The stored load-test runs of ``pools`` (read-only); an empty frame when none were imported."""
+    if not has_table(con):
+        return pd.DataFrame()
+    return con.execute(sql.load("rpt_plan_load_tests"), {"pools": list(pools)}).df()
+
+
+def _records(load_tests: pd.DataFrame | None, pool: str) -> list[dict[str, Any]]:
+    if load_tests is None or load_tests.empty:
+        return []
+    rows = load_tests[load_tests["pool"] == pool].astype(object).where(load_tests.notna(), None)
+    return rows.to_dict("records")
+
+
+def _same_replica(run: dict[str, Any], gpu: GpuSpec, tensor_parallel: int) -> bool:
+    return (str(run.get("gpu") or "").casefold() == gpu.key.casefold()
+            and int(run.get("gpus_per_replica") or 0) == int(tensor_parallel))
+
+
+def _modelled(model: ModelSpec, gpu: GpuSpec, tensor_parallel: int, precision: str, input_tokens: Any,
+              output_tokens: Any, tpot_ms_max: float | None, ttft_ms_max: float | None):
+    return replica_throughput(model=model, gpu=gpu, tensor_parallel=tensor_parallel, precision=precision,
+                              input_tokens=input_tokens, output_tokens=output_tokens,
+                              tpot_ms_max=tpot_ms_max, ttft_ms_max=ttft_ms_max)
+
+
+def pool_throughput(load_tests: pd.DataFrame | None, *, pool: str, model: ModelSpec, gpu: GpuSpec,
+                    tensor_parallel: int, precision: str, input_tokens: Any, output_tokens: Any,
+                    tpot_ms_max: float | None, ttft_ms_max: float | None) -> ThroughputEstimate:
+    """The best-founded GPU throughput of one pool (see the module docstring for the order).
+
+    Parameters
+    ----------
+    load_tests : DataFrame or None
+        Rows of ``load_tests`` (:func:`load_tests_for_plan`); None or empty: none.
+    pool : str
+        The pool's name, as stored in ``load_tests.pool``.
+    model, gpu : ModelSpec, GpuSpec
+        The pool's architecture and GPU.
+    tensor_parallel : int
+        GPUs per replica. [GPUs]
+    precision : str
+        Weights and matmuls (a key of :data:`capplan.sizing.performance.PRECISIONS`).
+    input_tokens, output_tokens : number, {length: weight} or (lengths, weights)
+        The pool's measured token mix. [tokens]
+    tpot_ms_max, ttft_ms_max : float or None
+        The pool's latency targets. [ms]
+    """
+    isl, osl = token_mix(input_tokens), token_mix(output_tokens)
+    reasons: list[str] = []
+    runs = [r for r in _records(load_tests, pool) if _same_replica(r, gpu, tensor_parallel)]
+    if not runs:
+        reasons.append(f"no load test of pool {pool!r} on {tensor_parallel} x {gpu.key}")
+    elif tpot_ms_max is None and ttft_ms_max is None:
+        reasons.append("load tests present but the pool has no latency target to judge them against")
+        runs = []
+    for r in runs:
+        r["flags"] = [f.to_dict() for f in run_flags(r, isl.mean_tokens, osl.mean_tokens)]
+    targets = SloTargets(ttft_ms_max=ttft_ms_max, tpot_ms_max=tpot_ms_max) if runs else None
+    usable = []
+    for group in group_sweeps(runs):
+        summary = sweep_summary(group, targets)
+        files = ", ".join(sorted({str(r["file_path"]) for r in group}))
+        other = [f for f in summary["flags"] if f != "token_mix"]
+        if other or summary["capacity"]["kind"] != "interpolated" or not summary["output_tokens_per_s_per_gpu"]:
+            why = ", ".join(other) or f"capacity {summary['capacity']['kind']}"
+            reasons.append(f"load test {files} rejected: {why.replace('_', ' ')}")
+        else:
+            usable.append((summary, group, files))
+    clean = [u for u in usable if "token_mix" not in u[0]["flags"]]
+    if clean:
+        summary, _, files = clean[0]
+        rate = summary["output_tokens_per_s_per_gpu"]
+        return ThroughputEstimate(rate, None, None, "measured",
+                                  f"load test {files}: capacity at the SLO {summary['capacity']['requests_per_s']:.4g} "
+                                  f"requests/s, {rate:.4g} output tokens/s per GPU")
+    try:
+        prod = _modelled(model, gpu, tensor_parallel, precision, input_tokens, output_tokens, tpot_ms_max, ttft_ms_max)
+    except ValueError as exc:
+        reasons.append(f"performance model unavailable: {exc}")
+        rate = gpu.decode_rate(model.size_class)
+        return ThroughputEstimate(rate, gpu.prefill_rate(model.size_class), None, "assumed",
+                                  f"GPU catalogue {gpu.key} figure for size class {model.size_class!r} "
+                                  f"({'; '.join(reasons)})")
+    inputs = (f"{model.key} on {tensor_parallel} x {gpu.key} in {precision}, mean input {isl.mean_tokens:.4g} / "
+              f"output {osl.mean_tokens:.4g} tokens, TPOT <= {tpot_ms_max} ms, TTFT <= {ttft_ms_max} ms")
+    if usable:
+        summary, group, files = usable[0]
+        test = _modelled(model, gpu, tensor_parallel, precision, summary["input_tokens_mean"],
+                         summary["output_tokens_mean"], tpot_ms_max, ttft_ms_max)
+        ratio = summary["output_tokens_per_s_per_gpu"] / test.output_tokens_per_s_per_gpu
+        return ThroughputEstimate(prod.output_tokens_per_s_per_gpu * ratio, None, None, "calibrated",
+                                  f"load test {files} at another token mix, measured/model {ratio:.3g} at its mix, "
+                                  f"applied to the model at {inputs}")
+    return ThroughputEstimate(prod.output_tokens_per_s_per_gpu, None, prod.batch / tensor_parallel, "modelled",
+                              f"performance model: {inputs} ({'; '.join(reasons)})")
+
+
+__all__ = ["SOURCES", "ThroughputEstimate", "load_tests_for_plan", "pool_throughput"]
