@@ -48,11 +48,11 @@ def register(app: typer.Typer) -> None:
         history_h = int(series["hourly_avg_qps"].notna().sum())
         for name, y in series.items():
             horizon = horizon_days * 24 if TARGETS[name][0] == "hourly" else horizon_days
-            if not y.notna().any():  # e.g. tokens of a rate series (capplan ingest-rates): unknown, not zero
-                refused[name] = ("no observed values: unknown in this database (a rate series has no token "
-                                 "counts); the plan takes them from config")
-                continue
             reason = _too_short(name, y, history_h)
+            if reason and TARGETS[name][0] == "tokens" and not y.notna().any() and history_h >= 3:
+                # traffic without a single token count (a rate series, capplan ingest-rates): unknown, not zero
+                reason = (f"{name}: no token counts in this database (a rate series has none): unknown; "
+                          "the plan takes token lengths from config")
             if reason:
                 refused[name] = reason
                 continue
