@@ -75,12 +75,14 @@ class ActualMonth:
 
 
 def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool, month: str, *, gpu: str,
-                 tensor_parallel: int | None, reserved_gpus: int) -> ActualMonth | None:
+                 tensor_parallel: int | None, reserved_gpus: int,
+                 by_model: pd.DataFrame | None = None) -> ActualMonth | None:
     """:class:`ActualMonth` of ``pool`` in ``month`` (``YYYY-MM``), or ``None`` when the logs hold none of it.
 
-    ``con`` shows the database as of the month's end (or earlier, for a month still running).
+    ``con`` shows the database as of the month's end (or earlier, for a month still running);
+    ``by_model`` is its :func:`~capplan.plan.pools.read_model_traffic`, read once for all pools when given.
     """
-    by_model = read_model_traffic(con, cfg)
+    by_model = read_model_traffic(con, cfg) if by_model is None else by_model
     if not by_model["model"].isin(pool.models).any():
         return None
     hourly, _daily = pool_traffic(by_model, pool)

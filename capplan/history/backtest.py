@@ -144,10 +144,11 @@ def backtest(path: str | Path, cfg: CapplanConfig, first: str, last: str) -> Bac
             continue
         end = (pd.Period(month, freq="M") + 1).start_time
         with connect_as_of(path, end) as con:
+            by_model = read_model_traffic(con, cfg)  # once per month, for every pool
             for plan in plans:
                 actual = actual_month(con, cfg, plan.pool, month, gpu=plan.gpu,
                                       tensor_parallel=plan.sized.first_p50.tensor_parallel,
-                                      reserved_gpus=plan.costs["P50"].reserved_gpus)
+                                      reserved_gpus=plan.costs["P50"].reserved_gpus, by_model=by_model)
                 if actual is None:
                     skipped.append({"month": month, "reason": f"pool {plan.name}: no traffic in the logs for {month}"})
                     continue

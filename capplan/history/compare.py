@@ -22,7 +22,7 @@ from capplan.history.actuals import actual_month
 from capplan.history.as_of import connect_as_of
 from capplan.history.store import FLEET, latest_plans
 from capplan.history.variance import plan_variance
-from capplan.plan.pools import Pool
+from capplan.plan.pools import Pool, read_model_traffic
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ def earlier_plans_variance(path: str | Path, cfg: CapplanConfig, pools: list[Poo
     for month, rows in pool_rows.groupby("month", sort=True):
         end = (pd.Period(month, freq="M") + 1).start_time
         with connect_as_of(path, end) as con:
+            by_model = read_model_traffic(con, cfg)  # once per month, for every pool
             for rec in rows.to_dict("records"):
                 pool = by_name.get(rec["pool"])
                 if pool is None:
@@ -60,7 +61,7 @@ def earlier_plans_variance(path: str | Path, cfg: CapplanConfig, pools: list[Poo
                     continue
                 tp = None if pd.isna(rec.get("tensor_parallel")) else int(rec["tensor_parallel"])
                 got = actual_month(con, cfg, pool, month, gpu=rec["gpu"], tensor_parallel=tp,
-                                   reserved_gpus=int(rec["reserved_gpus"] or 0))
+                                   reserved_gpus=int(rec["reserved_gpus"] or 0), by_model=by_model)
                 if got is None:
                     notes.append(f"{month}: pool {rec['pool']!r}: no traffic in the logs yet")
                     continue
