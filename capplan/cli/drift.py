@@ -80,7 +80,8 @@ def register(app: typer.Typer) -> None:
         needed = window_note("a drift test", days * 24, cfg.drift.baseline_days + cfg.drift.window_days)
         payload = {"volume_source": volume, "windows_compared": int(len(windows)),
                    "windows_alerting": int(windows["alert"].sum()),
-                   "findings": findings.to_dict("records"), "cost_change": cost_change}
+                   "findings": findings.to_dict("records"), "cost_change": cost_change,
+                   "cost_models": {m: {"source": c.source, "inputs": c.describe()} for m, c in sorted(costs.items())}}
         if not len(windows):  # nothing compared is not "no drift"
             payload["not_tested"] = (f"no window could be compared: {needed or 'too few days with traffic'} "
                                      f"({cfg.drift.window_days}-day window after a {cfg.drift.baseline_days}-day "
@@ -101,6 +102,14 @@ def register(app: typer.Typer) -> None:
             console.print(f"drift not tested: {payload['not_tested']}", highlight=False)
         else:
             console.print(table if payload["findings"] else "no drift found")
+            for f in payload["findings"]:
+                before = f["gpu_seconds_per_request_before"]
+                change = f["gpu_seconds_per_request_change"]
+                batch = "" if pd.isna(f["batch_before"]) else (
+                    f", batch {f['batch_before']:.0f} → {f['batch_after']:.0f}")
+                console.print(f"{f['model']} {f['metric']}: GPU·s/request {before:.4g} → {before + change:.4g} "
+                              f"({change / before:+.1%}{batch}), {f['cost_source'].upper()}: {f['cost_model']}",
+                              highlight=False, soft_wrap=True)
         if "usd_change" in cost_change:
             console.print(f"cost change {cost_change['month_before']} → {cost_change['month_after']} [USD]: " + ", ".join(
                 f"{k} {v:+,.2f}" for k, v in cost_change["usd_change"].items()), highlight=False)

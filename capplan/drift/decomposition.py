@@ -9,8 +9,8 @@ import pandera.pandas as pa
 from pandera.typing.pandas import DataFrame, Series
 
 from capplan.drift.histogram import METRICS
+from capplan.drift.pricing import PerRequestCost, at_baseline, window_mixes
 from capplan.drift.stats import shapley_decomposition
-from capplan.sizing.cost.per_request import RequestCost
 
 
 class CostDecomposition(pa.DataFrameModel):
@@ -23,28 +23,32 @@ class CostDecomposition(pa.DataFrameModel):
         coerce = True
 
 
-def _month_factors(hist: pd.DataFrame, month: pd.Period, costs: Mapping[str, RequestCost]) -> dict[str, object]:
-    """Volume, model shares and per-model mean token lengths of one month of served requests."""
-    part = hist[hist["day_utc"].dt.to_period("M") == month]
-    sums = part.groupby(["metric", "model"])[["requests", "tokens_sum"]].sum()
-    if sums.empty:
+def _month_factors(hist: pd.DataFrame, month: pd.Period, costs: Mapping[str, PerRequestCost]) -> dict[str, object]:
+    """Volume, model shares and per-model token mixes of one month of served requests."""
+    start = month.start_time
+    end = (month + 1).start_time
+    part = hist[(hist["day_utc"] >= start) & (hist["day_utc"] < end)]
+    requests = part[part["metric"] == METRICS[0]].groupby("model")["requests"].sum()
+    if requests.empty:
         raise ValueError(f"no served requests in {month}")
-    requests = sums.loc[METRICS[0], "requests"]
     missing = sorted(set(requests.index) - set(costs))
     if missing:
         raise ValueError(f"no cost model for log models {missing}")
-    means = {m: (sums.loc[m, "tokens_sum"] / sums.loc[m, "requests"]).to_dict() for m in METRICS}
+    mixes = {m: window_mixes(part, [m], start, end) for m in requests.index}
     return {"volume": float(requests.sum()), "model_mix": (requests / requests.sum()).to_dict(),
-            "input_length": means["input_tokens"], "output_length": means["output_tokens"]}
+            "input_length": {m: x["input_tokens"] for m, x in mixes.items()},
+            "output_length": {m: x["output_tokens"] for m, x in mixes.items()}}
 
 
 def cost_change_decomposition(hist: pd.DataFrame, month_before: str, month_after: str,
-                              costs: Mapping[str, RequestCost]) -> DataFrame[CostDecomposition]:
+                              costs: Mapping[str, PerRequestCost]) -> DataFrame[CostDecomposition]:
     """Split the change in modelled serving cost between two months into volume and mix parts.
 
-    The month's cost is ``C = V · Σ_m s_m · c_m(Ī_m, Ō_m)``: volume V of served
-    requests, model shares s_m, and each model's per-request cost at its mean
-    input and output length (exact, the cost model being linear in tokens).
+    The month's cost is ``C = V · Σ_m s_m · c_m(I_m, O_m)``: volume V of served
+    requests, model shares s_m, and each model's mean per-request cost at its
+    input and output token mixes (for a linear cost, the cost at the mean
+    lengths). A modelled cost is held at the operating point of the model's
+    pool in the month before (or, for a model new in the month after, that month).
     :func:`capplan.drift.stats.shapley_decomposition` splits ``C_after − C_before``
     over the four factors (volume, model mix, input length, output length); the
     parts add up exactly to the total. A model served in one month only enters
@@ -56,22 +60,26 @@ def cost_change_decomposition(hist: pd.DataFrame, month_before: str, month_after
         From :func:`capplan.drift.histogram.daily_histograms`.
     month_before, month_after : str
         Months as ``'YYYY-MM'`` (UTC).
-    costs : Mapping[str, RequestCost]
-        Cost model of each log model.
+    costs : Mapping[str, PerRequestCost]
+        Cost model of each log model (:func:`capplan.drift.pricing.request_costs`).
 
     Returns
     -------
     DataFrame[CostDecomposition]
         One row per factor and a ``total`` row. [USD/month]
     """
-    before = _month_factors(hist, pd.Period(month_before, "M"), costs)
-    after = _month_factors(hist, pd.Period(month_after, "M"), costs)
+    months = [pd.Period(month_before, "M"), pd.Period(month_after, "M")]
+    before, after = (_month_factors(hist, month, costs) for month in months)
     for length in ("input_length", "output_length"):  # a model new in one month keeps its lengths in the other
         before[length] = {**after[length], **before[length]}
         after[length] = {**before[length], **after[length]}
+    at = {}
+    for m in set(before["model_mix"]) | set(after["model_mix"]):
+        month = months[0] if m in before["model_mix"] else months[1]
+        at[m] = at_baseline(costs[m], hist, m, month.start_time, (month + 1).start_time)
 
     def cost_usd(f: Mapping[str, object]) -> float:
-        return f["volume"] * sum(share * costs[m].usd(f["input_length"][m], f["output_length"][m])
+        return f["volume"] * sum(share * at[m].usd(f["input_length"][m], f["output_length"][m])
                                  for m, share in f["model_mix"].items())
 
     parts = shapley_decomposition(before, after, cost_usd)

@@ -42,14 +42,13 @@ from pandera.typing.pandas import DataFrame, Series
 
 from capplan.config import DriftConfig
 from capplan.drift.histogram import METRICS, daily_histograms
-from capplan.drift.pricing import DriftFinding, monthly_requests, price_findings
+from capplan.drift.pricing import DriftFinding, PerRequestCost, monthly_requests, price_findings
 from capplan.drift.stats import (
     chi_square_homogeneity,
     cusum_change_point,
     merge_sparse_bins,
     population_stability_index,
 )
-from capplan.sizing.cost.per_request import RequestCost
 
 #: Merged bins hold at least this share of the baseline (PSI and chi-square need populated bins).
 MIN_BIN_BASELINE_SHARE = 0.01
@@ -149,7 +148,7 @@ def window_comparisons(hist: pd.DataFrame, cfg: DriftConfig) -> DataFrame[Window
     return WindowComparison.validate(pd.DataFrame(rows, columns=columns))
 
 
-def detect_drift(con: duckdb.DuckDBPyConnection, cfg: DriftConfig, costs: Mapping[str, RequestCost],
+def detect_drift(con: duckdb.DuckDBPyConnection, cfg: DriftConfig, costs: Mapping[str, PerRequestCost],
                  requests_per_month: Mapping[str, float] | None = None) -> DataFrame[DriftFinding]:
     """Detect and price token-length drift over the whole request log.
 
@@ -159,7 +158,7 @@ def detect_drift(con: duckdb.DuckDBPyConnection, cfg: DriftConfig, costs: Mappin
         Database with a ``requests`` table.
     cfg : DriftConfig
         Windows and alert thresholds.
-    costs : Mapping[str, RequestCost]
+    costs : Mapping[str, PerRequestCost]
         Cost model of each log model (see :func:`capplan.drift.pricing.request_costs`).
     requests_per_month : Mapping[str, float], optional
         Forecast volume per model [requests/month]; default: each model's

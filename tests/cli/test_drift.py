@@ -39,6 +39,14 @@ def test_json_findings_and_cost_change(db):
     assert "2026-03-03" <= finding["change_date"][:10] <= "2026-03-17"
     assert finding["relative_change"] == pytest.approx(0.4, abs=0.08)
     assert finding["usd_per_request_change"] > 0
+    # priced by the performance model on the pool's replicas (one pool per log model: [sizing]'s H100, bf16,
+    # smallest TP): longer outputs hold more KV per sequence, so the batch set before the change falls, and each
+    # request decodes more steps at a longer context: GPU time per request rises faster than the outputs (+40 %)
+    assert finding["cost_source"] == "modelled" and "llama-3.1-70b on H100-SXM-80GB, TP 2, bf16" in finding["cost_model"]
+    assert finding["batch_after"] < finding["batch_before"]
+    assert finding["gpu_seconds_per_request_change"] / finding["gpu_seconds_per_request_before"] > finding[
+        "relative_change"]
+    assert out["cost_models"]["llama-3.1-8b"]["source"] == "modelled"
     change = out["cost_change"]  # February and March are both fully covered
     assert (change["month_before"], change["month_after"]) == ("2026-02", "2026-03")
     parts = change["usd_change"]
@@ -50,6 +58,7 @@ def test_human_output_and_errors(db, tmp_path):
     runner = CliRunner()
     ok = runner.invoke(app, ["drift", "--db", str(db), "--volume", "recent"])
     assert ok.exit_code == 0 and "1 alerting" in ok.output and "cost change 2026-02" in ok.output
+    assert "MODELLED: performance model: llama-3.1-70b" in " ".join(ok.output.split())
     bad = runner.invoke(app, ["drift", "--db", str(db), "--volume", "guess"])
     assert bad.exit_code == 1 and "--volume 'guess'" in bad.output
     empty_month = runner.invoke(app, ["drift", "--db", str(db), "--volume", "recent", "--month-after", "2027-05"])

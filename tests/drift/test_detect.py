@@ -12,6 +12,7 @@ from capplan.config import CapplanConfig, DriftConfig
 from capplan.db import connect
 from capplan.drift.detect import detect_drift, window_comparisons
 from capplan.drift.histogram import daily_histograms
+from capplan.drift.pricing import at_baseline, window_mixes
 from capplan.ingest import ensure_tables
 
 CFG = CapplanConfig()
@@ -26,17 +27,18 @@ def test_injected_input_drift_is_found_dated_and_priced(drifted, drift_sample, c
     f = found.iloc[0]
     assert abs(f["change_date"] - pd.Timestamp(drift_sample["drift_at"].date())) <= pd.Timedelta(days=7)
     assert f["relative_change"] > 0
-    # truth: the same requests after the change, with and without the +30 %
-    after = "ts_utc >= ? and model = 'llama-3.1-8b' and status between 200 and 299"
-    (drifted_mean,) = con.execute(f"select avg(input_tokens) from requests where {after}", [f["change_date"]]).fetchone()
-    (plain_mean,) = counterfactual.execute(f"select avg(input_tokens) from requests where {after}",
-                                           [f["change_date"]]).fetchone()
-    cost = costs["llama-3.1-8b"]
-    true_usd = cost.usd(drifted_mean, 0) - cost.usd(plain_mean, 0)
+    # truth: the same requests after the change, with and without the +30 %, priced at the operating point
+    # of the drift-free log before the change (the modelled cost is not linear: mixes, not means)
+    hist, plain = daily_histograms(con), daily_histograms(counterfactual)
+    end = hist["day_utc"].max() + pd.Timedelta(days=1)
+    cost = at_baseline(costs["llama-3.1-8b"], plain, "llama-3.1-8b", plain["day_utc"].min(), f["change_date"])
+    drifted_mix, plain_mix = (window_mixes(h, ["llama-3.1-8b"], f["change_date"], end) for h in (hist, plain))
+    true_usd = cost.usd(*drifted_mix.values()) - cost.usd(*plain_mix.values())
     assert f["usd_per_request_change"] == pytest.approx(true_usd, rel=0.10)
     assert f["usd_per_month_change"] == pytest.approx(true_usd * 1e6, rel=0.10)
-    true_gpu_s = cost.gpu_seconds(drifted_mean, 0) - cost.gpu_seconds(plain_mean, 0)
+    true_gpu_s = cost.gpu_seconds(*drifted_mix.values()) - cost.gpu_seconds(*plain_mix.values())
     assert f["gpus_change"] == pytest.approx(true_gpu_s * 1e6 / (365.25 / 12 * 86_400), rel=0.10)
+    assert f["cost_source"] == "modelled" and "llama-3.1-8b on H100-SXM-80GB" in f["cost_model"]
 
 
 def test_windows_cover_the_history_with_full_baselines(drifted, drift_sample):
