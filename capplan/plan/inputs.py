@@ -162,11 +162,17 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
             cfg, float(row["input_tokens_per_request"]), float(row["output_tokens_per_request"]), hourly)
         burst, sources["burst_ratio"], notes = unlogged.burst_without_latency(hourly, latency_s), "modelled", (note,)
     sources |= {k: "modelled" for k in ("burst_ratio", "kv_tokens_per_sequence") if metrics and metrics[0]}
+    kv_tokens = float(row["kv_tokens_per_sequence"])
+    if np.isnan(kv_tokens):  # a rate series has token sums but no length histograms
+        kv_tokens = float(row["input_tokens_per_request"]) + float(row["output_tokens_per_request"])
+        sources["kv_tokens_per_sequence"] = "assumed"
+        notes += (f"no token-length distribution (a rate series): KV tokens per sequence taken as the mean input + "
+                  f"output tokens, {kv_tokens:.0f}, not its {cfg.report.kv_tokens_quantile:g} quantile",)
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=latency_s,
-        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst,
+        kv_tokens_per_sequence=kv_tokens, burst_ratio=burst,
         interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
         kv_tokens_quantile=cfg.report.kv_tokens_quantile,
         sources=sources, notes=notes, defaulted=defaulted_columns(con),  # s7-honest
@@ -188,12 +194,17 @@ def metrics_hours(cur: duckdb.DuckDBPyConnection, window_days: int) -> tuple[int
 def metrics_rows(hours: int, step_s: int | None, rate_hours: int) -> dict[str, tuple[Any, str, str]]:
     """Assumptions-table rows saying how the peak and the KV tokens of metrics hours were derived (docs/metrics.md)."""
     step = f"{step_s // 60} min" if step_s and step_s % 60 == 0 else f"{step_s} s" if step_s else "scrape-step"
-    peak = (f"peak from {step} rate, not measured per second: requests in flight swept over the counted arrivals "
-            f"of each {step} step, latencies drawn from the hour's latency histogram (median of draws)")
+    rows = {"metrics hours in the window": (hours, "h", "measured")}
+    if rate_hours < hours:
+        rows["peak in flight (metrics hours)"] = (
+            f"peak from {step} rate, not measured per second: requests in flight swept over the counted arrivals of "
+            f"each {step} step, latencies drawn from the hour's latency histogram (median of draws)", "requests",
+            "modelled")
+        rows["KV tokens per sequence (metrics hours)"] = (
+            "input and output length histograms paired rank by rank (their joint is not exported): the sum of the "
+            "two quantiles, each within the bucket error of docs/metrics.md", "tokens", "modelled")
     if rate_hours:
-        peak += f"; {rate_hours} hour(s) of a rate series have no latency: the Poisson model of the busy hours"
-    return {"metrics hours in the window": (hours, "h", "measured"),
-            "peak in flight (metrics hours)": (peak, "requests", "modelled"),
-            "KV tokens per sequence (metrics hours)": (
-                "input and output length histograms paired rank by rank (their joint is not exported): the sum "
-                "of the two quantiles, each within the bucket error of docs/metrics.md", "tokens", "modelled")}
+        rows["peak in flight (rate-series hours)"] = (
+            f"peak from {step} rate, not measured per second: no latency in a rate series, the Poisson model of "
+            f"the busy hours' mean requests in flight ({rate_hours} h)", "requests", "modelled")
+    return rows
