@@ -238,29 +238,45 @@ def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: in
 
 PEAK_DRAWS = 3
 """Draws of the requests per chunk whose hourly median is the modelled peak in flight."""
+SPANS_PER_SWEEP = 4_000_000
+"""Requests drawn at once at most (about 100 MB of spans): longer or busier chunks are swept in blocks of hours."""
 
 
 def _modelled_peaks(source: MetricsSourceConfig, start_s: int, n_hours: int, requests: dict, latency_buckets: dict,
                     latency_sums: tuple[dict, dict]) -> dict[str, np.ndarray]:
-    """Per model (and ``__all__``): the hourly median over draws of the swept peak in flight (``{}`` without latency)."""
+    """Per model (and ``__all__``): the hourly median over draws of the swept peak in flight (``{}`` without latency).
+
+    Swept in blocks of hours, each with the hour before it drawn too (its requests still in flight carry in).
+    """
     total_s, total_n = latency_sums
     models = sorted(m for m in requests if m in total_n)
     if not models:
         return {}
+    per_step = HOUR_S // source.step_s
+    inputs = []
+    for m in models:
+        les = sorted(le for (model, le) in latency_buckets if model == m)
+        cumulative = (np.stack([per_hour(latency_buckets[(m, le)], source.step_s) for le in les]) if les
+                      else np.zeros((0, n_hours)))
+        count = per_hour(total_n[m], source.step_s)
+        inputs.append((requests[m], les, cumulative, per_hour(total_s[m], source.step_s) / np.where(count > 0, count, 1.0)))
+    busiest = max(1.0, float(sum(per_hour(steps, source.step_s) for steps, *_ in inputs).max()))
+    block = max(1, int(SPANS_PER_SWEEP // busiest) - 1)  # hours per sweep [h]
     rng = np.random.default_rng([start_s, n_hours])
     draws = []
     for _ in range(PEAK_DRAWS):
-        spans = []
-        for i, m in enumerate(models):
-            les = sorted(le for (model, le) in latency_buckets if model == m)
-            cumulative = (np.stack([per_hour(latency_buckets[(m, le)], source.step_s) for le in les]) if les
-                          else np.zeros((0, n_hours)))
-            count = per_hour(total_n[m], source.step_s)
-            mean_s = per_hour(total_s[m], source.step_s) / np.where(count > 0, count, 1.0)
-            start_us, end_us = simulated_spans(requests[m], source.step_s, start_s, les, cumulative, mean_s, rng)
-            spans.append((np.full(start_us.size, i), start_us, end_us))
-        model, start_us, end_us = (np.concatenate(x) for x in zip(*spans))
-        draws.append(peak_in_flight_by_model(model, start_us, end_us, len(models), start_s // HOUR_S, n_hours))
+        peaks = []
+        for b0 in range(0, n_hours, block):
+            b1, first = min(n_hours, b0 + block), max(0, b0 - 1)
+            spans = []
+            for i, (steps, les, cumulative, mean_s) in enumerate(inputs):
+                start_us, end_us = simulated_spans(steps[first * per_step:b1 * per_step], source.step_s,
+                                                   start_s + first * HOUR_S, les, cumulative[:, first:b1],
+                                                   mean_s[first:b1], rng)
+                spans.append((np.full(start_us.size, i), start_us, end_us))
+            model, start_us, end_us = (np.concatenate(x) for x in zip(*spans))
+            peaks.append(peak_in_flight_by_model(model, start_us, end_us, len(models), start_s // HOUR_S + b0, b1 - b0))
+        draws.append(np.concatenate(peaks))
     median = np.median(np.stack(draws), axis=0)  # (hours, models + 1)
     return {m: median[:, i] for i, m in enumerate([*models, ALL])}
 
