@@ -37,12 +37,18 @@ _STORED_ROWS_SQL = {"int_plan_request_mix_hourly": "int_rollups_stored_request_m
                     "int_slo_minute_rollup": "int_rollups_stored_slo_minute",
                     "int_drift_daily_histogram": "int_rollups_stored_drift_daily_histogram"}
 """Roll-up query -> the SQL reading every stored partition's rows of it (its table of :data:`PLAN_INPUTS`)."""
+_METRICS_ROWS_SQL = {"int_plan_request_mix_hourly": "int_rollups_metrics_request_mix_hourly",
+                     "int_plan_kv_tokens_hourly": "int_rollups_metrics_kv_tokens_hourly"}
+"""Roll-up query -> the SQL giving the hours fed by metrics (``metrics_ledger``, :mod:`capplan.metrics`) in its
+columns. The SLO's per-minute counts and the drift's daily histograms have none: metrics hold no
+per-minute status counts and no per-request token sums (docs/metrics.md)."""
 NO_TTFT_THRESHOLD_MS = float("inf")
 """The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
 
 
 def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: Mapping | None = None) -> arrow.Table:
-    """The roll-up ``sql/<query>.sql`` of ``requests``, with every stored partition's rows of it appended.
+    """The roll-up ``sql/<query>.sql`` of ``requests``, with every stored partition's rows of it and the
+    rows of the hours fed by metrics (:data:`_METRICS_ROWS_SQL`) appended.
 
     One code path for the plan's readers: rows from file ingest and from partitions have the same
     columns and are summed by key by the reader's SQL (a key may repeat: hours fed by several partitions).
@@ -58,10 +64,16 @@ def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: M
     with con.cursor() as cur:
         create_macros(cur)  # a cursor does not see its connection's temp macros (sli_valid, ...)
         rows = cur.sql(sql.load(query), params=dict(params or {})).to_arrow_table()
-        if not _has_table(cur, PLAN_INPUTS[query]):
-            return rows  # a database that never stored partitions
-        parts = cur.sql(sql.load(_STORED_ROWS_SQL[query])).to_arrow_table()
-    return arrow.concat_tables([rows, parts.cast(rows.schema)])
+        extra = []
+        if _has_table(cur, PLAN_INPUTS[query]):  # a database that stored partitions
+            extra.append(cur.sql(sql.load(_STORED_ROWS_SQL[query])).to_arrow_table())
+        if query in _METRICS_ROWS_SQL and _has_table(cur, "metrics_ledger"):  # hours fed by metrics
+            extra.append(cur.sql(sql.load(_METRICS_ROWS_SQL[query]), params=_metrics_params(query)).to_arrow_table())
+    return arrow.concat_tables([rows, *(part.cast(rows.schema) for part in extra)])
+
+
+def _metrics_params(query: str) -> dict:
+    return {"gamma": HISTOGRAM_GAMMA} if query == "int_plan_kv_tokens_hourly" else {}
 
 
 @contextmanager

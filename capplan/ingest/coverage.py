@@ -67,12 +67,27 @@ class DefaultedColumn:
 
 
 def defaulted_columns(con: duckdb.DuckDBPyConnection) -> dict[str, DefaultedColumn]:
-    """Columns some loaded file lacked, by name (``sql/rpt_ingest_defaulted_columns.sql``); ``{}`` without a ledger."""
-    (has_ledger,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "ingest_ledger"}).fetchall()[0]
-    if not has_ledger:
-        return {}
-    rows = con.execute(sql.load("rpt_ingest_defaulted_columns")).fetchall()
-    return {c: DefaultedColumn(c, int(d), int(n)) for c, d, n in rows if d}
+    """Columns some loaded file lacked, by name (``sql/rpt_ingest_defaulted_columns.sql``); ``{}`` without a ledger.
+
+    Requests of hours fed by metrics (``metrics_ledger``, ``sql/rpt_metrics_request_coverage.sql``) count as
+    loaded without ``status`` (a counter has no per-request status: the SLO stage's per-minute SLIs cannot
+    see them, and without an error counter their errors are unknown), and those of rate series also
+    without ``ttft_ms`` and ``latency_ms``.
+    """
+    def exists(table: str) -> bool:
+        return bool(con.execute(sql.load("rpt_cli_table_exists"), {"table_name": table}).fetchall()[0][0])
+
+    rows = con.execute(sql.load("rpt_ingest_defaulted_columns")).fetchall() if exists("ingest_ledger") else []
+    found = {c: [int(d), int(n)] for c, d, n in rows if d}
+    loaded = int(rows[0][2]) if rows else (int(con.execute(sql.load("rpt_ingest_rows_loaded")).fetchone()[0])
+                                           if exists("ingest_ledger") else 0)
+    if exists("metrics_ledger"):
+        metrics, rates = (int(x) for x in con.execute(sql.load("rpt_metrics_request_coverage")).fetchone())
+        loaded += metrics
+        for column, unknown in (("status", metrics), ("ttft_ms", rates), ("latency_ms", rates)):
+            if unknown:
+                found.setdefault(column, [0, 0])[0] += unknown
+    return {c: DefaultedColumn(c, d, loaded) for c, (d, _) in found.items()}
 
 
 def unmeasurable(defaulted: dict[str, DefaultedColumn], needs: tuple[str, ...]) -> list[DefaultedColumn]:

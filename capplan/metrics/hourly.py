@@ -96,3 +96,44 @@ def buckets_to_bins(le: Sequence[float], cumulative: np.ndarray, scale: float = 
         if c:
             out[b] = out.get(b, 0) + c
     return out
+
+
+def simulated_spans(arrivals_per_step: np.ndarray, step_s: int, start_s: int, latency_le: Sequence[float],
+                    latency_cumulative: np.ndarray, mean_latency_s: np.ndarray,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival and completion times of requests re-drawn from what the metrics measured. [µs since the epoch]
+
+    The requests of each step are the step's counted arrivals, placed uniformly inside it (the finest
+    time a counter gives); each one's latency is drawn from its hour's latency histogram
+    (``latency_cumulative[:, h]``: requests ``≤ latency_le[j]``; uniform inside a bucket, ``lo`` for
+    ``+Inf``) and the hour's draws are scaled so their mean is the measured mean (``_sum / _count``).
+    An hour without latency buckets gets its mean latency for every request. The sweep of these spans
+    (:func:`capplan.profile.counting.peak_in_flight_by_model`) models the hour's busiest moment, which a
+    gauge scraped every ``step_s`` cannot see.
+    """
+    per_hour_steps = HOUR_S // step_s
+    counts = np.rint(np.asarray(arrivals_per_step, dtype=float)).clip(min=0).astype(np.int64)
+    step = np.repeat(np.arange(counts.size), counts)
+    arrive_s = start_s + (step + rng.random(step.size)) * step_s
+    hour = step // per_hour_steps
+    le = np.asarray(latency_le, dtype=float)
+    hours = len(mean_latency_s)
+    latency = np.asarray(mean_latency_s, dtype=float)[hour]
+    if le.size and hours:
+        per_bucket = np.diff(np.vstack([np.zeros((1, hours)), np.asarray(latency_cumulative, dtype=float)]),
+                             axis=0).clip(min=0)  # (buckets, hours)
+        total = per_bucket.sum(axis=0)
+        has = total > 0
+        cdf = np.cumsum(per_bucket, axis=0) / np.where(has, total, 1.0)
+        # one searchsorted over all hours: hour h's CDF shifted to [h, h + 1]
+        flat = (cdf + np.arange(hours)).T.ravel()
+        j = np.searchsorted(flat, hour + rng.random(step.size), side="left") - hour * le.size
+        j = j.clip(0, le.size - 1)
+        lo = np.concatenate([[0.0], le[:-1]])[j]
+        hi = np.where(np.isinf(le[j]), lo, le[j])
+        drawn = lo + (hi - lo) * rng.random(step.size)
+        drawn_mean = np.bincount(hour, weights=drawn, minlength=hours) / np.maximum(np.bincount(hour, minlength=hours), 1)
+        scale = np.where(drawn_mean > 0, np.asarray(mean_latency_s, dtype=float) / np.where(drawn_mean > 0, drawn_mean, 1.0), 1.0)
+        latency = np.where(has[hour], drawn * scale[hour], latency)
+    start_us = np.rint(arrive_s * 1e6).astype(np.int64)
+    return start_us, start_us + np.maximum(np.rint(latency * 1e6).astype(np.int64), 1)

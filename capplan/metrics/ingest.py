@@ -19,8 +19,10 @@ import pandas as pd
 from capplan import ingest, profile, sql
 from capplan.config import MetricsSourceConfig
 from capplan.metrics.client import MetricsError, PrometheusClient, Series
-from capplan.metrics.hourly import HOUR_S, buckets_to_bins, hourly_increases, peak_rate_per_hour, per_hour
-from capplan.metrics.presets import metric_names
+from capplan.metrics.hourly import (HOUR_S, buckets_to_bins, hourly_increases, peak_rate_per_hour, per_hour,
+                                    simulated_spans)
+from capplan.profile.counting import peak_in_flight_by_model
+from capplan.metrics.presets import REQUESTS_INCLUDE_ERRORS, metric_names
 from capplan.profile.freshness import has_file_rollups, record_rollup_version
 
 ALL = "__all__"
@@ -45,7 +47,8 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     """The roll-up tables, an empty ``requests`` (profile readers need it) and ``metrics_ledger``."""
     ingest.ensure_tables(con)
     profile.ensure_tables(con)
-    con.execute(sql.load("ddl_metrics_ledger"))
+    for name in ("ddl_metrics_ledger", "ddl_metrics_ledger_add_step", "ddl_metrics_ledger_add_errors"):
+        con.execute(sql.load(name))
 
 
 def _floor_hour(t: datetime) -> datetime:
@@ -85,7 +88,7 @@ def ingest_metrics(con: duckdb.DuckDBPyConnection, source: MetricsSourceConfig, 
     models: set[str] = set()
     for chunk in _chunks(todo, max(1, (source.max_points_per_query - 1) * source.step_s // HOUR_S)):
         tables = _fetch_chunk(client, source, names, chunk)
-        store_hours(con, source.name, chunk, tables)
+        store_hours(con, source.name, chunk, tables, step_s=source.step_s, errors_measured=names["errors"] is not None)
         summary.chunks += 1
         summary.hours_stored += len(chunk)
         all_rows = tables["traffic"][tables["traffic"]["model"] == ALL]
@@ -139,6 +142,7 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
         return steps_by_model(fetch(metric if metric else (names[hist_role] and names[hist_role] + suffix)))
 
     requests = steps_by_model(fetch(names["requests"]))
+    errors = steps_by_model(fetch(names["errors"])) if names["errors"] else None
     input_tokens = counter("input_tokens", "input_tokens_hist")
     output_tokens = counter("output_tokens", "output_tokens_hist")
     sums = {role: (steps_by_model(fetch(names[role] and names[role] + "_sum")),
@@ -147,9 +151,11 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
     running = fetch(names["running"])
     models = sorted(set(requests) | set(input_tokens) | set(output_tokens))
     hours = [_naive(h) for h in chunk]
-    traffic = _traffic(models, hours, source.step_s, requests, input_tokens, output_tokens, sums)
+    traffic = _traffic(models, hours, source.step_s, requests, input_tokens, output_tokens, sums, errors,
+                       source.flavour in REQUESTS_INCLUDE_ERRORS)
     return {"traffic": traffic, "histogram": _histograms(models, hours, source.step_s, buckets),
-            "concurrency": _concurrency(running, source, start_s, hours)}
+            "concurrency": _concurrency(running, source, start_s, hours, requests, buckets["latency_hist"],
+                                        sums["latency_hist"])}
 
 
 def _per_hour_of(d: dict, model: str, n: int, step_s: int) -> np.ndarray:
@@ -158,17 +164,25 @@ def _per_hour_of(d: dict, model: str, n: int, step_s: int) -> np.ndarray:
     return per_hour(d[model], step_s) if model in d else np.zeros(n)
 
 
-def _traffic(models, hours, step_s, requests, input_tokens, output_tokens, sums) -> pd.DataFrame:
+def _traffic(models, hours, step_s, requests, input_tokens, output_tokens, sums, errors=None,
+             requests_include_errors=False) -> pd.DataFrame:
+    """The hourly traffic rows. Without an error counter (``errors`` None) errors are unknown: stored 0, every
+    request counted a success, and the ledger's ``errors_measured`` false says so (capplan.ingest.coverage)."""
     n = len(hours)
     frames = []
     for model in [*models, ALL]:
-        req = np.rint(_per_hour_of(requests, model, n, step_s)).astype(np.int64)
+        counted = np.rint(_per_hour_of(requests, model, n, step_s)).astype(np.int64)
+        err = np.zeros(n, dtype=np.int64) if errors is None else np.rint(
+            _per_hour_of(errors, model, n, step_s)).astype(np.int64)
+        req = counted if requests_include_errors else counted + err  # every request: successes and failures
+        err = np.minimum(err, req)
         steps = (sum(requests.values()) if model == ALL else requests.get(model))
         peak = peak_rate_per_hour(steps, step_s) if steps is not None else np.zeros(n)
         (ttft_sum, ttft_n), (lat_sum, lat_n) = sums["ttft_hist"], sums["latency_hist"]
         frames.append(pd.DataFrame({
             "hour_utc": hours, "model": model, "requests": req,
-            "errors": 0, "valid_events": req, "success_events": req,  # success counters only: errors unseen
+            # 4xx client errors cannot be told apart in a counter: every request is a valid event
+            "errors": err, "valid_events": req, "success_events": req - err,
             "input_tokens_sum": np.rint(_per_hour_of(input_tokens, model, n, step_s)).astype(np.int64),
             "output_tokens_sum": np.rint(_per_hour_of(output_tokens, model, n, step_s)).astype(np.int64),
             "ttft_ms_sum": _per_hour_of(ttft_sum, model, n, step_s) * 1000.0,  # s -> ms
@@ -196,9 +210,17 @@ def _histograms(models, hours, step_s, buckets) -> pd.DataFrame:
     return pd.concat([frame, total[frame.columns]], ignore_index=True).astype({"bin": "int16", "count": "int64"})
 
 
-def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: int, hours) -> pd.DataFrame:
-    """Peak per hour of the running-requests gauge (summed over series at each sample time)."""
-    n_steps = len(hours) * HOUR_S // source.step_s
+def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: int, hours, requests: dict,
+                 latency_buckets: dict, latency_sums: tuple[dict, dict]) -> pd.DataFrame:
+    """Peak requests in flight per hour: the larger of the gauge's samples and the modelled busiest moment.
+
+    The gauge (summed over series at each sample time) is read only at the scrapes, so its max is a
+    lower bound of the hour's peak. The model: :data:`PEAK_DRAWS` draws of the chunk's requests from the
+    counted arrivals per step and the hourly latency histograms (:func:`~capplan.metrics.hourly.simulated_spans`),
+    swept exactly as the profile sweeps logged requests (``peak_in_flight_by_model``); the median of
+    the draws per hour. Seeded by the chunk's start, so a re-run stores the same peaks.
+    """
+    n_hours, n_steps = len(hours), len(hours) * HOUR_S // source.step_s
     by_model: dict = defaultdict(lambda: np.zeros(n_steps))
     for s in running:
         k = np.rint((s.ts_s - start_s) / source.step_s).astype(np.int64)
@@ -206,12 +228,61 @@ def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: in
         np.add.at(by_model[s.labels.get(source.model_label, "unknown")], k[keep], s.value[keep])
     if by_model:
         by_model[ALL] = sum(by_model.values())
-    rows = [(h, m, int(np.ceil(v.reshape(len(hours), -1).max(axis=1)[i]))) for m, v in by_model.items()
-            for i, h in enumerate(hours)]
+    peaks = {m: np.ceil(v.reshape(n_hours, -1).max(axis=1)) for m, v in by_model.items()}
+    modelled = _modelled_peaks(source, start_s, n_hours, requests, latency_buckets, latency_sums)
+    for m, v in modelled.items():
+        peaks[m] = np.maximum(peaks.get(m, 0), v)
+    rows = [(h, m, int(v[i])) for m, v in peaks.items() for i, h in enumerate(hours)]
     return pd.DataFrame(rows, columns=["hour_utc", "model", "concurrency_peak"])
 
 
-def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetime], tables: dict) -> None:
+PEAK_DRAWS = 3
+"""Draws of the requests per chunk whose hourly median is the modelled peak in flight."""
+SPANS_PER_SWEEP = 4_000_000
+"""Requests drawn at once at most (about 100 MB of spans): longer or busier chunks are swept in blocks of hours."""
+
+
+def _modelled_peaks(source: MetricsSourceConfig, start_s: int, n_hours: int, requests: dict, latency_buckets: dict,
+                    latency_sums: tuple[dict, dict]) -> dict[str, np.ndarray]:
+    """Per model (and ``__all__``): the hourly median over draws of the swept peak in flight (``{}`` without latency).
+
+    Swept in blocks of hours, each with the hour before it drawn too (its requests still in flight carry in).
+    """
+    total_s, total_n = latency_sums
+    models = sorted(m for m in requests if m in total_n)
+    if not models:
+        return {}
+    per_step = HOUR_S // source.step_s
+    inputs = []
+    for m in models:
+        les = sorted(le for (model, le) in latency_buckets if model == m)
+        cumulative = (np.stack([per_hour(latency_buckets[(m, le)], source.step_s) for le in les]) if les
+                      else np.zeros((0, n_hours)))
+        count = per_hour(total_n[m], source.step_s)
+        inputs.append((requests[m], les, cumulative, per_hour(total_s[m], source.step_s) / np.where(count > 0, count, 1.0)))
+    busiest = max(1.0, float(sum(per_hour(steps, source.step_s) for steps, *_ in inputs).max()))
+    block = max(1, int(SPANS_PER_SWEEP // busiest) - 1)  # hours per sweep [h]
+    rng = np.random.default_rng([start_s, n_hours])
+    draws = []
+    for _ in range(PEAK_DRAWS):
+        peaks = []
+        for b0 in range(0, n_hours, block):
+            b1, first = min(n_hours, b0 + block), max(0, b0 - 1)
+            spans = []
+            for i, (steps, les, cumulative, mean_s) in enumerate(inputs):
+                start_us, end_us = simulated_spans(steps[first * per_step:b1 * per_step], source.step_s,
+                                                   start_s + first * HOUR_S, les, cumulative[:, first:b1],
+                                                   mean_s[first:b1], rng)
+                spans.append((np.full(start_us.size, i), start_us, end_us))
+            model, start_us, end_us = (np.concatenate(x) for x in zip(*spans))
+            peaks.append(peak_in_flight_by_model(model, start_us, end_us, len(models), start_s // HOUR_S + b0, b1 - b0))
+        draws.append(np.concatenate(peaks))
+    median = np.median(np.stack(draws), axis=0)  # (hours, models + 1)
+    return {m: median[:, i] for i, m in enumerate([*models, ALL])}
+
+
+def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetime], tables: dict, *,
+                step_s: int | None = None, errors_measured: bool = False) -> None:
     """Replace the hours' rows in the roll-ups and record them in the ledger under ``source``: one transaction.
 
     ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``.
@@ -223,6 +294,11 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
         if con.execute(sql.load("int_metrics_requests_in_hours"), {"hours": hours}).fetchone()[0]:
             raise MetricsError(f"request logs are ingested in the hours {hours[0]} .. {hours[-1]} UTC; "
                                "feed each hour from logs or from metrics, not both")
+        (partitions,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "partition_request_mix_hourly"}
+                                    ).fetchone()
+        if partitions and con.execute(sql.load("int_metrics_partition_hours"), {"hours": hours}).fetchone()[0]:
+            raise MetricsError(f"partitions (capplan.partitioned) feed hours in {hours[0]} .. {hours[-1]} UTC; "
+                               "feed each hour from partitions or from metrics, not both")
         for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency"):
             con.execute(sql.load(name), {"hours": hours})
         for table, frame in (("fct_traffic_hourly", tables["traffic"]), ("fct_histogram_hourly", tables["histogram"]),
@@ -232,7 +308,8 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
         totals = tables["traffic"][tables["traffic"]["model"] == ALL].set_index("hour_utc")["requests"]
         for h in hours:
             con.execute(sql.load("fct_metrics_ledger_insert"), {"source": source, "hour_utc": h,
-                                                                "requests": int(totals.get(h, 0)), "ingested_at_utc": now})
+                                                                "requests": int(totals.get(h, 0)), "ingested_at_utc": now,
+                                                                "step_s": step_s, "errors_measured": errors_measured})
         if not has_file_rollups(con):
             record_rollup_version(con)
         con.commit()

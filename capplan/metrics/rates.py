@@ -105,7 +105,8 @@ def ingest_rates(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, 
     con.execute(sql.load("fct_metrics_ledger_delete_source"), {"source": source})
     empty = {"histogram": pd.DataFrame(columns=["hour_utc", "model", "metric", "bin", "count"]),
              "concurrency": pd.DataFrame(columns=["hour_utc", "model", "concurrency_peak"])}
-    store_hours(con, source, [pd.Timestamp(h).to_pydatetime() for h in hours], {"traffic": traffic, **empty})
+    store_hours(con, source, [pd.Timestamp(h).to_pydatetime() for h in hours], {"traffic": traffic, **empty},
+                step_s=step)
     models = sorted(set(frame["model"]))
     return {"file": str(path), "rows": len(frame), "interval_s": step, "hours": len(hours), "models": models,
             "requests": int(traffic.loc[traffic["model"] == ALL, "requests"].sum())}

@@ -141,6 +141,11 @@ def merge_hours(con: duckdb.DuckDBPyConnection, hours: Iterable[datetime]) -> No
     if overlap[0]:
         raise PartitionError(f"{overlap[0]} rows ingested into `requests` (the first at {overlap[1]} UTC) fall in "
                              "hours that partitions also feed; feed each hour from one of the two")
+    (has_metrics,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "metrics_ledger"}).fetchone()
+    fed = con.execute(sql.load("int_partitioned_metrics_hours"), {"hours": hours}).fetchone() if has_metrics else (0,)
+    if fed[0]:
+        raise PartitionError(f"{fed[0]} hour(s) (the first {fed[1]} UTC) are already fed by metrics "
+                             "(capplan ingest-metrics / ingest-rates); feed each hour from one source")
     con.execute(sql.load("ddl_partitioned_dirty_hours"), {"hours": hours})
     for fact, (delete, dirty_rows) in _MERGE_STEPS.items():
         con.execute(sql.load(delete))

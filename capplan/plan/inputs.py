@@ -69,10 +69,12 @@ class MeasuredInputs:
     sources: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     defaulted: dict = field(default_factory=dict)
+    # hours fed by metrics: how their peak and KV tokens were derived (metrics_rows), name -> (value, unit, source)
+    derived: dict[str, tuple[Any, str, str]] = field(default_factory=dict)
 
     def sourced(self) -> dict[str, tuple[Any, str, str]]:
         """Assumptions-table rows that are not measured (:func:`capplan.plan.unlogged.sourced_rows`)."""
-        return unlogged.sourced_rows(self.sources, self.defaulted, self.table())
+        return unlogged.sourced_rows(self.sources, self.defaulted, self.table()) | self.derived
 
     def table(self) -> dict[str, tuple[Any, str]]:
         """``name -> (value, unit)`` for the assumptions table, the data's span first."""
@@ -147,6 +149,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         row = cur.execute(sql.load("rpt_plan_measured_inputs"), {
             "window_days": window_days, "kv_quantile": cfg.report.kv_tokens_quantile,
             "models": models}).df().iloc[0]
+        metrics = metrics_hours(cur, window_days)
     if not row["requests"]:
         raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
                          "ingest logs first")
@@ -158,11 +161,50 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         latency_s, sources["latency_s"], note = unlogged.latency_without_logs(
             cfg, float(row["input_tokens_per_request"]), float(row["output_tokens_per_request"]), hourly)
         burst, sources["burst_ratio"], notes = unlogged.burst_without_latency(hourly, latency_s), "modelled", (note,)
+    sources |= {k: "modelled" for k in ("burst_ratio", "kv_tokens_per_sequence") if metrics and metrics[0]}
+    kv_tokens = float(row["kv_tokens_per_sequence"])
+    if np.isnan(kv_tokens):  # a rate series has token sums but no length histograms
+        kv_tokens = float(row["input_tokens_per_request"]) + float(row["output_tokens_per_request"])
+        sources["kv_tokens_per_sequence"] = "assumed"
+        notes += (f"no token-length distribution (a rate series): KV tokens per sequence taken as the mean input + "
+                  f"output tokens, {kv_tokens:.0f}, not its {cfg.report.kv_tokens_quantile:g} quantile",)
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=latency_s,
-        kv_tokens_per_sequence=float(row["kv_tokens_per_sequence"]), burst_ratio=burst,
+        kv_tokens_per_sequence=kv_tokens, burst_ratio=burst,
         interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
         kv_tokens_quantile=cfg.report.kv_tokens_quantile,
-        sources=sources, notes=notes, defaulted=defaulted_columns(con))  # s7-honest
+        sources=sources, notes=notes, defaulted=defaulted_columns(con),  # s7-honest
+        derived=metrics_rows(*metrics) if metrics else {})
+
+
+def metrics_hours(cur: duckdb.DuckDBPyConnection, window_days: int) -> tuple[int, int | None, int] | None:
+    """``(hours, step_s, rate_hours)`` of the hours fed by metrics in the measuring window; ``None`` without any.
+
+    ``cur`` has the ``plan_request_mix_hourly`` view (:func:`capplan.rollups.rollup_views`).
+    """
+    (exists,) = cur.execute(sql.load("rpt_cli_table_exists"), {"table_name": "metrics_ledger"}).fetchall()[0]
+    if not exists:
+        return None
+    hours, step_s, rate_hours = cur.execute(sql.load("rpt_plan_metrics_hours"), {"window_days": window_days}).fetchone()
+    return (int(hours), None if step_s is None else int(step_s), int(rate_hours)) if hours else None
+
+
+def metrics_rows(hours: int, step_s: int | None, rate_hours: int) -> dict[str, tuple[Any, str, str]]:
+    """Assumptions-table rows saying how the peak and the KV tokens of metrics hours were derived (docs/metrics.md)."""
+    step = f"{step_s // 60} min" if step_s and step_s % 60 == 0 else f"{step_s} s" if step_s else "scrape-step"
+    rows = {"metrics hours in the window": (hours, "h", "measured")}
+    if rate_hours < hours:
+        rows["peak in flight (metrics hours)"] = (
+            f"peak from {step} rate, not measured per second: requests in flight swept over the counted arrivals of "
+            f"each {step} step, latencies drawn from the hour's latency histogram (median of draws)", "requests",
+            "modelled")
+        rows["KV tokens per sequence (metrics hours)"] = (
+            "input and output length histograms paired rank by rank (their joint is not exported): the sum of the "
+            "two quantiles, each within the bucket error of docs/metrics.md", "tokens", "modelled")
+    if rate_hours:
+        rows["peak in flight (rate-series hours)"] = (
+            f"peak from {step} rate, not measured per second: no latency in a rate series, the Poisson model of "
+            f"the busy hours' mean requests in flight ({rate_hours} h)", "requests", "modelled")
+    return rows

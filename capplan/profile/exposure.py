@@ -30,14 +30,16 @@ MIN_EXPOSURE_S = 600.0
 
 
 def observed_span(con: duckdb.DuckDBPyConnection) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """``[(first_utc, last_utc)]`` of every arrival, in ``requests`` and the current partitions; ``[]`` if none.
+    """``[(first_utc, last_utc)]`` of every arrival, in ``requests``, the current partitions and the hours fed by
+    metrics (whole hours); ``[]`` if none.
 
     ``sql/int_profile_observed_span.sql`` and ``sql/int_profile_partition_span.sql``: the same span
     whether the rows were ingested or rolled up where they live, so both paths give the same rates.
     """
     spans = []
     for table, query in (("requests", "int_profile_observed_span"),
-                         ("partition_request_mix_hourly", "int_profile_partition_span")):
+                         ("partition_request_mix_hourly", "int_profile_partition_span"),
+                         ("metrics_ledger", "int_profile_metrics_span")):
         (exists,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": table}).fetchall()[0]
         if exists:
             first, last = con.execute(sql.load(query)).fetchall()[0]

@@ -85,7 +85,8 @@ def test_ok_gives_samples(fake):
 ])
 def test_faults_name_url_and_query(fake, mode, message):
     fake["mode"] = mode
-    client = PrometheusClient(fake["url"], timeout_s=0.2, retries=1)
+    # only the stalling server needs a short timeout; the others must not time out on a loaded machine
+    client = PrometheusClient(fake["url"], timeout_s=0.2 if mode == "slow" else 10.0, retries=1)
     with pytest.raises(MetricsError, match=rf"{fake['url']}/api/v1/query_range query='up'.*{message}"):
         client.query_range("up", 0, 600, 60)
     if mode == "500":
@@ -104,4 +105,31 @@ def test_failure_mid_chunk_stores_no_hour_then_next_run_completes(fake, tmp_path
     fake["mode"] = "ok"
     summary = ingest_metrics(con, source, start, end)
     assert summary.hours_stored == 3 and summary.requests == 3 * 60  # counter rises 1 per minute, every query
+    con.close()
+
+
+@pytest.mark.parametrize("errors_metric", [None, "up"])
+def test_errors_are_measured_with_an_error_counter_and_unknown_without(fake, tmp_path, errors_metric):
+    """The fake's success counter and ``up`` both rise by one per minute. With ``up`` as the error counter an hour
+    holds 60 successes + 60 failures (hand count: requests 120, errors 60); without one, errors are unknown:
+    stored 0, the ledger says so, and every request counts as lacking a status (the SLO stage's SLIs are not
+    measurable: capplan.ingest.coverage)."""
+    from capplan.ingest.coverage import defaulted_columns
+    from capplan.slo.measurable import unmeasurable_reason
+    from capplan.config import SloConfig
+
+    con = connect(tmp_path / "m.duckdb")
+    source = MetricsSourceConfig(name="fake", url=fake["url"], step_s=60, retries=0, timeout_s=2,
+                                 metric_names={"errors": errors_metric} if errors_metric else {})
+    ingest_metrics(con, source, datetime(2026, 10, 5, tzinfo=UTC), datetime(2026, 10, 5, 2, tzinfo=UTC))
+    rows = con.execute("select requests, errors, success_events from fct_traffic_hourly where model = 'm'").fetchall()
+    ledger = con.execute("select distinct errors_measured, step_s from metrics_ledger").fetchall()
+    if errors_metric:
+        assert rows == [(120, 60, 60)] * 2 and ledger == [(True, 60)]
+    else:
+        assert rows == [(60, 0, 60)] * 2 and ledger == [(False, 60)]
+    status = defaulted_columns(con)["status"]
+    assert status.everywhere and status.rows_loaded == (240 if errors_metric else 120)
+    reason = unmeasurable_reason(SloConfig(name="availability", target=0.99), defaulted_columns(con))
+    assert reason is not None and "SLO 'availability' is not measurable" in reason
     con.close()

@@ -59,3 +59,26 @@ def test_servegen_series_feeds_forecast(tmp_path):
     forecast = runner.invoke(app, ["forecast", "--db", str(db), "--model", "__all__", "--horizon-days", "7", "--json"])
     assert forecast.exit_code == 0, forecast.output
     assert "hourly_avg_qps" in forecast.output
+
+
+def test_the_plan_measures_a_rate_series_and_says_what_it_assumed(tmp_path):
+    """Two days of 10-min rates, 500 input and 100 output tokens a request: the means are measured exactly; KV
+    tokens per sequence (no length histogram) is assumed to be their sum, 600; latency and the peak in flight
+    are modelled, and the assumptions rows say the peak is from a 10 min rate, not measured per second."""
+    from capplan.config import CapplanConfig
+    from capplan.plan.inputs import measure_inputs
+
+    ts = pd.date_range("2026-10-05", periods=2 * 144, freq="10min")
+    pd.DataFrame({"ts_utc": ts, "requests": 600, "input_tokens": 600 * 500, "output_tokens": 600 * 100}).to_csv(
+        tmp_path / "r.csv", index=False)
+    con = connect(tmp_path / "r.duckdb")
+    ingest_rates(con, tmp_path / "r.csv")
+    hourly = profile.hourly_traffic(con, model="default")
+    measured = measure_inputs(con, hourly, CapplanConfig())
+    assert (measured.input_tokens_per_request, measured.output_tokens_per_request) == (500.0, 100.0)
+    assert measured.kv_tokens_per_sequence == 600.0 and measured.sources["kv_tokens_per_sequence"] == "assumed"
+    assert measured.sources["latency_s"] == measured.sources["burst_ratio"] == "modelled"
+    rows = measured.sourced()
+    assert rows["metrics hours in the window"] == (48, "h", "measured")
+    assert rows["peak in flight (rate-series hours)"][0].startswith("peak from 10 min rate, not measured per second")
+    con.close()
