@@ -18,6 +18,7 @@ import pandas as pd
 from capplan.config import CapplanConfig
 from capplan.plan.evidence import DriftEvidence, SloEvidence
 from capplan.history.compare import EarlierPlans
+from capplan.history.store import FLEET as HISTORY_FLEET
 from capplan.plan.pool_plan import FleetPlan, PoolPlan
 from capplan.reports import charts
 from capplan.reports.document import ALL_GPUS, FLEET, MIXED, Chart, PlanReport, Table
@@ -284,11 +285,52 @@ VARIANCE_COLUMNS = ("month", "pool", "planned_requests_p50", "actual_requests", 
                     "variance_price_usd", "requests_in_band", "peak_in_band", "complete")
 
 
+def draw_plan_variance(grid: list[list], variance: pd.DataFrame) -> dict[tuple[str, str], dict]:
+    """Small multiples of earlier plans against what happened: a row per pool (the fleet last), a column per
+    metric of :data:`charts.VARIANCE_METRICS`; one legend above them all. Returns what each axis drew, by
+    (pool, metric)."""
+    drawn = {}
+    for row, (pool, rows) in zip(grid, _variance_pools(variance)):
+        for ax, metric in zip(row, charts.VARIANCE_METRICS):
+            drawn[(pool, metric)] = charts.plot_plan_variance(ax, rows, metric)
+            ax.set_title("fleet (sum of pools)" if pool == HISTORY_FLEET else pool, loc="left", fontsize="medium")
+    handles = {}
+    for ax in (ax for row in grid for ax in row):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    order = sorted(handles, key=lambda label: (not label.startswith("planned"), label))  # the plan, then actuals
+    grid[0][0].figure.legend([handles[k] for k in order], order, loc="outside upper left", ncols=len(order),
+                             fontsize="small", frameon=False)
+    return drawn
+
+
+def _variance_pools(variance: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Each pool's rows in the order they come, the fleet's last."""
+    pools = [p for p in dict.fromkeys(variance["pool"]) if p != HISTORY_FLEET]
+    pools += [HISTORY_FLEET] if (variance["pool"] == HISTORY_FLEET).any() else []
+    return [(p, variance[variance["pool"] == p]) for p in pools]
+
+
+def earlier_plans_chart(variance: pd.DataFrame) -> Chart:
+    """The chart of "How earlier plans did", drawn from the same variance rows as its table."""
+    n_rows = len(_variance_pools(variance))
+    png = charts.chart_png(draw_plan_variance, variance, n_axes=len(charts.VARIANCE_METRICS), n_rows=n_rows,
+                           size_in=(10.0, 0.4 + 2.3 * n_rows))
+    return Chart("plan-variance", "Earlier plans against what happened",
+                 "Per month an earlier plan covered: shaded, the planned P10–P90; dash, the planned P50; dot, the "
+                 "actual (measured requests and design peak; the GPUs that traffic needed and their cost, modelled "
+                 "with the plan's own sizing and prices on the planned GPU type). A hollow dot is a partial month: "
+                 "its actual covers the observed hours only. The fleet's band is the sum of the pools' bands.", png)
+
+
 def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
-    """"How earlier plans did": each earlier month's plan against what its traffic needed."""
+    """"How earlier plans did": each earlier month's plan against what its traffic needed, and its chart."""
     frame = pd.DataFrame(columns=list(VARIANCE_COLUMNS))
+    chart = None
     if earlier is not None and not earlier.variance.empty:
-        frame = earlier.variance[list(VARIANCE_COLUMNS)]
+        frame = pd.concat([rows for _pool, rows in _variance_pools(earlier.variance)])  # pools, then the fleet
+        frame = frame.sort_values("month", kind="stable")[list(VARIANCE_COLUMNS)].reset_index(drop=True)
+        chart = earlier_plans_chart(earlier.variance)
     caption = ("Each month that an earlier plan (the latest made before the month began) covered and the logs now "
                "observe: planned P50 requests and P90 design peak [requests/s] against what came; the GPUs that "
                "traffic needed, sized the same way on the planned GPU type [GPUs]; its cost with the planned "
@@ -300,7 +342,7 @@ def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
                    "report compares it with what happened.")
     if earlier is not None and earlier.notes:
         caption += " Not compared: " + "; ".join(earlier.notes) + "."
-    return Table("How earlier plans did", frame, caption)
+    return Table("How earlier plans did", frame, caption, chart)
 
 
 def _fleet_long(inputs: ReportInputs) -> pd.DataFrame:

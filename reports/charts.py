@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import EngFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
 #: Colours used consistently across charts (matplotlib's default cycle).
 COLOURS = {"p50": "C0", "band": "C0", "history": "0.35", "throughput": "C1", "memory": "C2",
@@ -257,6 +257,71 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     return artists
 
 
+#: What :func:`plot_plan_variance` can draw: metric -> (planned P10, P50, P90 column, actual column, axis label),
+#: columns of :class:`capplan.history.variance.PlanVariance`.
+VARIANCE_METRICS = {
+    "requests": ("planned_requests_p10", "planned_requests_p50", "planned_requests_p90", "actual_requests",
+                 "Requests [requests/month]"),
+    "peak_qps": ("planned_peak_qps_p10", "planned_peak_qps_p50", "planned_peak_qps_p90", "actual_peak_qps",
+                 "Design peak [requests/s]"),
+    "gpus": ("planned_gpus_p10", "planned_gpus_p50", "planned_gpus_p90", "actual_gpus_needed", "GPUs [count]"),
+    "cost": ("planned_cost_usd_p10", "planned_cost_usd", "planned_cost_usd_p90", "actual_cost_usd",
+             "Cost [USD/month]"),
+}
+#: Width of a month's band and P50 dash. [x-axis units: one month = 1]
+_VARIANCE_WIDTH = 0.5
+
+
+def plot_plan_variance(ax: Axes, variance: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """One metric of earlier plans against what happened, month by month: the planned P10–P90 band, the
+    planned P50 and the actual.
+
+    Parameters
+    ----------
+    variance : pandas.DataFrame
+        One row per month (``YYYY-MM``) of one pool, with the columns :data:`VARIANCE_METRICS` names for
+        ``metric`` and ``complete`` (a partial month's actual covers its observed hours only: drawn hollow).
+    metric : str
+        A key of :data:`VARIANCE_METRICS`: ``requests`` [requests/month], ``peak_qps`` [requests/s],
+        ``gpus`` [count] or ``cost`` [USD/month].
+
+    Returns
+    -------
+    dict
+        As drawn, in month order: ``band`` (bars from P10, height P90 − P10), ``p50`` (one dash per month),
+        ``actual`` (dots).
+    """
+    if metric not in VARIANCE_METRICS:
+        raise ValueError(f"metric must be one of {sorted(VARIANCE_METRICS)}, got {metric!r}")
+    p10, p50, p90, actual, label = VARIANCE_METRICS[metric]
+    rows = variance.sort_values("month")
+    x = np.arange(len(rows))
+    lo, mid, hi = (rows[c].to_numpy(float) for c in (p10, p50, p90))
+    complete = rows["complete"].to_numpy(bool)
+    half = _VARIANCE_WIDTH / 2
+    drawn = {"band": ax.bar(x, hi - lo, bottom=lo, width=_VARIANCE_WIDTH, color=COLOURS["band"], alpha=0.2,
+                            label="planned P10–P90"),
+             "p50": ax.hlines(mid, x - half, x + half, lw=2, color=COLOURS["p50"], label="planned P50"),
+             "actual": ax.scatter(x, rows[actual].to_numpy(float), marker="o", s=36, zorder=3,
+                                  facecolors=[COLOURS["chosen"] if c else "none" for c in complete],
+                                  edgecolors=COLOURS["chosen"], label="actual")}
+    if not complete.all():  # proxy so the legend explains the hollow marker
+        ax.scatter([], [], marker="o", facecolors="none", edgecolors=COLOURS["chosen"], label="actual, partial month")
+    ax.use_sticky_edges = False  # a band's bottom is data, not an axis floor: keep a margin below it
+    ax.margins(x=0.3 if len(x) == 1 else 0.08, y=0.15)
+    periods = [pd.Period(m, freq="M") for m in rows["month"]]
+    # the year under the first month and each January only, so six months fit a narrow axis
+    ax.set_xticks(x, [p.strftime("%b\n%Y") if i == 0 or p.month == 1 else p.strftime("%b")
+                      for i, p in enumerate(periods)], fontsize="small")
+    ax.set_xlabel("Month")
+    ax.set_ylabel(label)
+    if metric == "gpus":
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    elif metric in ("requests", "cost"):
+        ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 1.2M requests, 30k USD
+    return drawn
+
+
 def legend_above(ax: Axes) -> Any:
     """Put the legend in one row above the plotting area, so it can never cover a bar or a line."""
     handles, _labels = ax.get_legend_handles_labels()
@@ -275,16 +340,20 @@ def pad_single_instant(ax: Axes, times: Any, pad: pd.Timedelta = pd.Timedelta(da
         ax.set_xlim(t - pad, t + pad)
 
 
-def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1,
+def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1, n_rows: int = 1,
               size_in: tuple[float, float] = (8.0, 3.2), dpi: int = 100, **kwargs: Any) -> bytes:
-    """Lay out a figure of ``n_axes`` side by side, call ``draw(axes, *args, **kwargs)``, return PNG bytes.
+    """Lay out a figure of ``n_rows`` rows of ``n_axes`` side by side, call ``draw(axes, *args, **kwargs)``,
+    return PNG bytes.
 
-    ``draw`` receives one ``Axes`` when ``n_axes == 1`` and a list otherwise.
-    ``size_in`` is the figure size. [inch]
+    In one row ``draw`` receives one ``Axes`` when ``n_axes == 1`` and a list otherwise; with several
+    rows, a list of rows (each a list of ``Axes``). ``size_in`` is the figure size. [inch]
     """
     fig = Figure(figsize=size_in, dpi=dpi, layout="constrained")
-    axes = fig.subplots(1, n_axes, squeeze=False)[0]
-    draw(axes[0] if n_axes == 1 else list(axes), *args, **kwargs)
+    grid = fig.subplots(n_rows, n_axes, squeeze=False)
+    if n_rows > 1:
+        draw([list(row) for row in grid], *args, **kwargs)
+    else:
+        draw(grid[0][0] if n_axes == 1 else list(grid[0]), *args, **kwargs)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()
