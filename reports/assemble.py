@@ -104,14 +104,18 @@ def budget(inputs: ReportInputs) -> pd.DataFrame:
     return out.reset_index(drop=True).astype({"gpus_p50": int, "gpus_p90": int})
 
 
-def _per_pool(draw, plans, args_of) -> bytes:
-    """Small multiples: one axis per pool, titled with its name; ``args_of(plan)`` gives ``draw``'s arguments."""
+def _per_pool(draw, plans, args_of, shared_legend: bool = False) -> bytes:
+    """Small multiples: one axis per pool, titled with its name; ``args_of(plan)`` gives ``draw``'s arguments.
+    ``shared_legend``: one legend above the figure instead of one above each axis (they would overlap)."""
     n = len(plans)
 
     def layout(axes, *_):
-        for ax, p in zip(axes if isinstance(axes, list) else [axes], plans):
+        axes = axes if isinstance(axes, list) else [axes]
+        for ax, p in zip(axes, plans):
             draw(ax, *args_of(p))
             ax.set_title(f"{p.name} ({p.gpu})", fontsize="medium")
+        if shared_legend and n > 1:
+            charts.legend_above_figure(axes)
     return charts.chart_png(layout, n_axes=n, size_in=(max(8.0, 4.2 * n), 3.4))
 
 
@@ -148,7 +152,7 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
         Chart("gpus-by-month", "GPUs by month, per pool",
               "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
               "headroom for spares, zone loss and surge; whiskers: P10–P90.",
-              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,))),
+              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,), shared_legend=True)),
         Chart("cost-by-option", "Fleet cost by option",
               "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
               charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
@@ -294,13 +298,7 @@ def draw_plan_variance(grid: list[list], variance: pd.DataFrame) -> dict[tuple[s
         for ax, metric in zip(row, charts.VARIANCE_METRICS):
             drawn[(pool, metric)] = charts.plot_plan_variance(ax, rows, metric)
             ax.set_title("fleet (sum of pools)" if pool == HISTORY_FLEET else pool, loc="left", fontsize="medium")
-    handles = {}
-    for ax in (ax for row in grid for ax in row):
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(label, handle)
-    order = sorted(handles, key=lambda label: (not label.startswith("planned"), label))  # the plan, then actuals
-    grid[0][0].figure.legend([handles[k] for k in order], order, loc="outside upper left", ncols=len(order),
-                             fontsize="small", frameon=False)
+    charts.legend_above_figure([ax for row in grid for ax in row], first=("planned P10–P90", "planned P50"))
     return drawn
 
 
@@ -317,10 +315,11 @@ def earlier_plans_chart(variance: pd.DataFrame) -> Chart:
     png = charts.chart_png(draw_plan_variance, variance, n_axes=len(charts.VARIANCE_METRICS), n_rows=n_rows,
                            size_in=(10.0, 0.4 + 2.3 * n_rows))
     return Chart("plan-variance", "Earlier plans against what happened",
-                 "Per month an earlier plan covered: shaded, the planned P10–P90; dash, the planned P50; dot, the "
-                 "actual (measured requests and design peak; the GPUs that traffic needed and their cost, modelled "
-                 "with the plan's own sizing and prices on the planned GPU type). A hollow dot is a partial month: "
-                 "its actual covers the observed hours only. The fleet's band is the sum of the pools' bands.", png)
+                 "Per month an earlier plan covered: shaded, the stored plan's P10–P90; dash, its P50 (both "
+                 "modelled when the plan was made); dot, the actual: requests and design peak measured from the "
+                 "logs, the GPUs that traffic needed and their cost modelled with the plan's own sizing and prices "
+                 "on the planned GPU type. A hollow dot is a partial month: its actual covers the observed hours "
+                 "only. The fleet's band is the sum of the pools' bands (an upper band).", png)
 
 
 def earlier_plans_table(earlier: EarlierPlans | None) -> Table:

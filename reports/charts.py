@@ -52,6 +52,9 @@ def plot_qps_forecast(ax: Axes, history_qps: pd.Series, forecast: pd.DataFrame,
                                        color=COLOURS["band"], alpha=0.15 + 0.15 * i, lw=0,
                                        label=f"{level}% interval"))
     artists += ax.plot(forecast.index, forecast["mean"], lw=0.8, color=COLOURS["p50"], label="forecast (P50)")
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=7)  # full dates overlap on a pool's narrow axis
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     pad_single_instant(ax, [*history_qps.index, *forecast.index])
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Mean QPS per hour [requests/s]")
@@ -317,6 +320,9 @@ def plot_plan_variance(ax: Axes, variance: pd.DataFrame, metric: str) -> dict[st
     ax.set_ylabel(label)
     if metric == "gpus":
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        values = np.concatenate([lo, hi, rows[actual].to_numpy(float)])
+        bottom, top = ax.get_ylim()  # at least one GPU either side, so a flat band still gets whole-GPU ticks
+        ax.set_ylim(min(bottom, np.nanmin(values) - 1), max(top, np.nanmax(values) + 1))
     elif metric in ("requests", "cost"):
         ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 1.2M requests, 30k USD
     return drawn
@@ -327,6 +333,21 @@ def legend_above(ax: Axes) -> Any:
     handles, _labels = ax.get_legend_handles_labels()
     return ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(len(handles), 1), fontsize="small",
                      frameon=False, borderaxespad=0, handlelength=1.2, columnspacing=1.0)
+
+
+def legend_above_figure(axes: Sequence[Axes], first: Sequence[str] = ()) -> Any:
+    """One legend in one row above a figure of small multiples: every label drawn on any of ``axes``, once
+    (an axis' own legend above it would cover its neighbours' titles); the labels ``first`` lead, the rest
+    follow in the order first seen."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    labels = [k for k in first if k in handles] + [k for k in handles if k not in first]
+    return axes[0].figure.legend([handles[k] for k in labels], labels, loc="outside upper left",
+                                 ncols=max(len(labels), 1), fontsize="small", frameon=False)
 
 
 def pad_single_instant(ax: Axes, times: Any, pad: pd.Timedelta = pd.Timedelta(days=1)) -> None:
