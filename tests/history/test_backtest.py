@@ -62,6 +62,16 @@ def test_the_month_after_the_break_falls_short(broken_trend) -> None:
     assert result.summary()["p90_coverage"] == 0.5
 
 
+def test_a_month_the_logs_do_not_hold_yet_is_listed_per_pool(broken_trend) -> None:
+    """November is after the last log: nothing to compare, so each pool is listed with the reason."""
+    cfg, _ = broken_trend
+    result = backtest(cfg.database.path, cfg, "2026-11", "2026-11")
+    assert result.months == []
+    assert result.skipped == [{"month": "2026-11", "reason": "pool llama-3.1-70b: no traffic in the logs for 2026-11"}]
+    early = backtest(cfg.database.path, cfg, "2026-07", "2026-07")  # before the first log: no pool either
+    assert early.skipped == [{"month": "2026-07", "reason": "no traffic before 2026-07"}]
+
+
 def test_hours_short_match_a_direct_count_on_the_rows(broken_trend) -> None:
     """The backtest's hours under capacity equal a count from the raw rows, sized the same way."""
     cfg, _ = broken_trend
