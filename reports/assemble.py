@@ -164,7 +164,8 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
               _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
                                                                     p.sized.operating_latency_s))),
         Chart("backtest-error", "Forecast backtest error, per pool",
-              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses.",
+              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses "
+              "(an ensemble reads 'mean of N'; the assumptions table names its models).",
               _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
                                                                       p.forecast.attrs.get("model", "")))),
     ]

@@ -251,10 +251,12 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     """
     means = backtest.groupby("model", sort=True)["error_pct"].mean()
     colours = [COLOURS["chosen"] if name == chosen else COLOURS["headroom"] for name in means.index]
-    artists: list[Any] = [ax.barh(means.index.astype(str), means.to_numpy(), color=colours)]
+    pos = np.arange(len(means))
+    artists: list[Any] = [ax.barh(pos, means.to_numpy(), color=colours)]
+    ax.set_yticks(pos, [model_label(str(name)) for name in means.index])
     if backtest.duplicated("model").any():  # several folds: show each fold's error too
-        pos = {name: i for i, name in enumerate(means.index)}
-        artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(pos), color="k", s=8, zorder=3))
+        at = {name: i for i, name in enumerate(means.index)}
+        artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(at), color="k", s=8, zorder=3))
     ax.set_xlabel("Backtest sMAPE [%]")
     ax.set_ylabel("Model")
     return artists
@@ -326,6 +328,19 @@ def plot_plan_variance(ax: Axes, variance: pd.DataFrame, metric: str) -> dict[st
     elif metric in ("requests", "cost"):
         ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 1.2M requests, 30k USD
     return drawn
+
+
+#: Longest model name drawn on an axis; the report's assumptions table has the full name. [characters]
+MODEL_LABEL_CHARS = 24
+
+
+def model_label(name: str) -> str:
+    """A forecast model's name short enough for a narrow axis: an ensemble ``mean(a, b, c)`` is ``mean of 3``."""
+    if len(name) <= MODEL_LABEL_CHARS:
+        return name
+    if name.startswith("mean(") and name.endswith(")"):
+        return f"mean of {len(name[5:-1].split(','))}"
+    return name[:MODEL_LABEL_CHARS - 1] + "…"
 
 
 def legend_above(ax: Axes) -> Any:

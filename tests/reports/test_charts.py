@@ -93,3 +93,18 @@ def test_a_pools_forecast_axis_has_short_date_labels_that_do_not_overlap():
     fig.draw_without_rendering()
     boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
     assert len(boxes) >= 3 and not any(_overlap(a, b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_a_long_ensemble_name_does_not_run_over_the_bars():
+    """The chosen ensemble's name (e.g. five models) is ``mean of 5`` on the axis, inside the figure."""
+    ensemble = "mean(fourier_arima, mstl_ets, mstl_ses, seasonal_naive_long, seasonal_profile)"
+    errors = pd.DataFrame({"model": ["theta", ensemble, "holt_winters"], "error_pct": [28.0, 23.0, 29.0]})
+    fig = Figure(figsize=(4.2, 3.4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    bars = charts.plot_backtest_error(ax, errors, ensemble)[0]
+    fig.draw_without_rendering()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["holt_winters", "mean of 5", "theta"]  # sorted by full name
+    assert [round(b.get_width(), 6) for b in bars] == [29.0, 23.0, 28.0]
+    assert all(t.get_window_extent().x0 >= 0 for t in ax.get_yticklabels())  # inside the figure
+    assert charts.model_label("a" * 30) == "a" * 23 + "…"
