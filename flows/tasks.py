@@ -195,7 +195,8 @@ def write_report_files(report: PlanReport, cfg: CapplanConfig) -> Path:
 def publish_artifacts(report: PlanReport, folder: Path) -> None:
     """Publish the Markdown report (charts left in the folder) and the budget table as Prefect artifacts."""
     key = f"capacity-plan-{report.month}"
-    text = render_markdown(replace(report, charts=[])) + f"\nCharts and files: `{folder}/report.html`\n"
+    no_charts = replace(report, charts=[], tables=[replace(t, chart=None) for t in report.tables])
+    text = render_markdown(no_charts) + f"\nCharts and files: `{folder}/report.html`\n"
     create_markdown_artifact(text, key=key, description=f"Capacity plan {report.month}")
     create_table_artifact(finance_table(report.budget).to_dict(orient="records"), key=f"{key}-budget",
                           description=f"Budget {report.month} (USD, GPU-hours)")

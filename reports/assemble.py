@@ -18,6 +18,7 @@ import pandas as pd
 from capplan.config import CapplanConfig
 from capplan.plan.evidence import DriftEvidence, SloEvidence
 from capplan.history.compare import EarlierPlans
+from capplan.history.store import FLEET as HISTORY_FLEET
 from capplan.plan.pool_plan import FleetPlan, PoolPlan
 from capplan.reports import charts
 from capplan.reports.document import ALL_GPUS, FLEET, MIXED, Chart, PlanReport, Table
@@ -103,14 +104,18 @@ def budget(inputs: ReportInputs) -> pd.DataFrame:
     return out.reset_index(drop=True).astype({"gpus_p50": int, "gpus_p90": int})
 
 
-def _per_pool(draw, plans, args_of) -> bytes:
-    """Small multiples: one axis per pool, titled with its name; ``args_of(plan)`` gives ``draw``'s arguments."""
+def _per_pool(draw, plans, args_of, shared_legend: bool = False) -> bytes:
+    """Small multiples: one axis per pool, titled with its name; ``args_of(plan)`` gives ``draw``'s arguments.
+    ``shared_legend``: one legend above the figure instead of one above each axis (they would overlap)."""
     n = len(plans)
 
     def layout(axes, *_):
-        for ax, p in zip(axes if isinstance(axes, list) else [axes], plans):
+        axes = axes if isinstance(axes, list) else [axes]
+        for ax, p in zip(axes, plans):
             draw(ax, *args_of(p))
             ax.set_title(f"{p.name} ({p.gpu})", fontsize="medium")
+        if shared_legend and n > 1:
+            charts.legend_above_figure(axes)
     return charts.chart_png(layout, n_axes=n, size_in=(max(8.0, 4.2 * n), 3.4))
 
 
@@ -147,7 +152,7 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
         Chart("gpus-by-month", "GPUs by month, per pool",
               "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
               "headroom for spares, zone loss and surge; whiskers: P10–P90.",
-              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,))),
+              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,), shared_legend=True)),
         Chart("cost-by-option", "Fleet cost by option",
               "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
               charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
@@ -159,7 +164,8 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
               _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
                                                                     p.sized.operating_latency_s))),
         Chart("backtest-error", "Forecast backtest error, per pool",
-              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses.",
+              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses "
+              "(an ensemble reads 'mean of N'; the assumptions table names its models).",
               _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
                                                                       p.forecast.attrs.get("model", "")))),
     ]
@@ -284,11 +290,47 @@ VARIANCE_COLUMNS = ("month", "pool", "planned_requests_p50", "actual_requests", 
                     "variance_price_usd", "requests_in_band", "peak_in_band", "complete")
 
 
+def draw_plan_variance(grid: list[list], variance: pd.DataFrame) -> dict[tuple[str, str], dict]:
+    """Small multiples of earlier plans against what happened: a row per pool (the fleet last), a column per
+    metric of :data:`charts.VARIANCE_METRICS`; one legend above them all. Returns what each axis drew, by
+    (pool, metric)."""
+    drawn = {}
+    for row, (pool, rows) in zip(grid, _variance_pools(variance)):
+        for ax, metric in zip(row, charts.VARIANCE_METRICS):
+            drawn[(pool, metric)] = charts.plot_plan_variance(ax, rows, metric)
+            ax.set_title("fleet (sum of pools)" if pool == HISTORY_FLEET else pool, loc="left", fontsize="medium")
+    charts.legend_above_figure([ax for row in grid for ax in row], first=("planned P10–P90", "planned P50"))
+    return drawn
+
+
+def _variance_pools(variance: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """Each pool's rows in the order they come, the fleet's last."""
+    pools = [p for p in dict.fromkeys(variance["pool"]) if p != HISTORY_FLEET]
+    pools += [HISTORY_FLEET] if (variance["pool"] == HISTORY_FLEET).any() else []
+    return [(p, variance[variance["pool"] == p]) for p in pools]
+
+
+def earlier_plans_chart(variance: pd.DataFrame) -> Chart:
+    """The chart of "How earlier plans did", drawn from the same variance rows as its table."""
+    n_rows = len(_variance_pools(variance))
+    png = charts.chart_png(draw_plan_variance, variance, n_axes=len(charts.VARIANCE_METRICS), n_rows=n_rows,
+                           size_in=(10.0, 0.4 + 2.3 * n_rows))
+    return Chart("plan-variance", "Earlier plans against what happened",
+                 "Per month an earlier plan covered: shaded, the stored plan's P10–P90; dash, its P50 (both "
+                 "modelled when the plan was made); dot, the actual: requests and design peak measured from the "
+                 "logs, the GPUs that traffic needed and their cost modelled with the plan's own sizing and prices "
+                 "on the planned GPU type. A hollow dot is a partial month: its actual covers the observed hours "
+                 "only. The fleet's band is the sum of the pools' bands (an upper band).", png)
+
+
 def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
-    """"How earlier plans did": each earlier month's plan against what its traffic needed."""
+    """"How earlier plans did": each earlier month's plan against what its traffic needed, and its chart."""
     frame = pd.DataFrame(columns=list(VARIANCE_COLUMNS))
+    chart = None
     if earlier is not None and not earlier.variance.empty:
-        frame = earlier.variance[list(VARIANCE_COLUMNS)]
+        frame = pd.concat([rows for _pool, rows in _variance_pools(earlier.variance)])  # pools, then the fleet
+        frame = frame.sort_values("month", kind="stable")[list(VARIANCE_COLUMNS)].reset_index(drop=True)
+        chart = earlier_plans_chart(earlier.variance)
     caption = ("Each month that an earlier plan (the latest made before the month began) covered and the logs now "
                "observe: planned P50 requests and P90 design peak [requests/s] against what came; the GPUs that "
                "traffic needed, sized the same way on the planned GPU type [GPUs]; its cost with the planned "
@@ -300,7 +342,7 @@ def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
                    "report compares it with what happened.")
     if earlier is not None and earlier.notes:
         caption += " Not compared: " + "; ".join(earlier.notes) + "."
-    return Table("How earlier plans did", frame, caption)
+    return Table("How earlier plans did", frame, caption, chart)
 
 
 def _fleet_long(inputs: ReportInputs) -> pd.DataFrame:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import EngFormatter, MaxNLocator, NullFormatter, ScalarFormatter
 
 #: Colours used consistently across charts (matplotlib's default cycle).
 COLOURS = {"p50": "C0", "band": "C0", "history": "0.35", "throughput": "C1", "memory": "C2",
@@ -52,6 +52,9 @@ def plot_qps_forecast(ax: Axes, history_qps: pd.Series, forecast: pd.DataFrame,
                                        color=COLOURS["band"], alpha=0.15 + 0.15 * i, lw=0,
                                        label=f"{level}% interval"))
     artists += ax.plot(forecast.index, forecast["mean"], lw=0.8, color=COLOURS["p50"], label="forecast (P50)")
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=7)  # full dates overlap on a pool's narrow axis
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     pad_single_instant(ax, [*history_qps.index, *forecast.index])
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Mean QPS per hour [requests/s]")
@@ -248,13 +251,96 @@ def plot_backtest_error(ax: Axes, backtest: pd.DataFrame, chosen: str) -> list[A
     """
     means = backtest.groupby("model", sort=True)["error_pct"].mean()
     colours = [COLOURS["chosen"] if name == chosen else COLOURS["headroom"] for name in means.index]
-    artists: list[Any] = [ax.barh(means.index.astype(str), means.to_numpy(), color=colours)]
+    pos = np.arange(len(means))
+    artists: list[Any] = [ax.barh(pos, means.to_numpy(), color=colours)]
+    ax.set_yticks(pos, [model_label(str(name)) for name in means.index])
     if backtest.duplicated("model").any():  # several folds: show each fold's error too
-        pos = {name: i for i, name in enumerate(means.index)}
-        artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(pos), color="k", s=8, zorder=3))
+        at = {name: i for i, name in enumerate(means.index)}
+        artists.append(ax.scatter(backtest["error_pct"], backtest["model"].map(at), color="k", s=8, zorder=3))
     ax.set_xlabel("Backtest sMAPE [%]")
     ax.set_ylabel("Model")
     return artists
+
+
+#: What :func:`plot_plan_variance` can draw: metric -> (planned P10, P50, P90 column, actual column, axis label),
+#: columns of :class:`capplan.history.variance.PlanVariance`.
+VARIANCE_METRICS = {
+    "requests": ("planned_requests_p10", "planned_requests_p50", "planned_requests_p90", "actual_requests",
+                 "Requests [requests/month]"),
+    "peak_qps": ("planned_peak_qps_p10", "planned_peak_qps_p50", "planned_peak_qps_p90", "actual_peak_qps",
+                 "Design peak [requests/s]"),
+    "gpus": ("planned_gpus_p10", "planned_gpus_p50", "planned_gpus_p90", "actual_gpus_needed", "GPUs [count]"),
+    "cost": ("planned_cost_usd_p10", "planned_cost_usd", "planned_cost_usd_p90", "actual_cost_usd",
+             "Cost [USD/month]"),
+}
+#: Width of a month's band and P50 dash. [x-axis units: one month = 1]
+_VARIANCE_WIDTH = 0.5
+
+
+def plot_plan_variance(ax: Axes, variance: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """One metric of earlier plans against what happened, month by month: the planned P10–P90 band, the
+    planned P50 and the actual.
+
+    Parameters
+    ----------
+    variance : pandas.DataFrame
+        One row per month (``YYYY-MM``) of one pool, with the columns :data:`VARIANCE_METRICS` names for
+        ``metric`` and ``complete`` (a partial month's actual covers its observed hours only: drawn hollow).
+    metric : str
+        A key of :data:`VARIANCE_METRICS`: ``requests`` [requests/month], ``peak_qps`` [requests/s],
+        ``gpus`` [count] or ``cost`` [USD/month].
+
+    Returns
+    -------
+    dict
+        As drawn, in month order: ``band`` (bars from P10, height P90 − P10), ``p50`` (one dash per month),
+        ``actual`` (dots).
+    """
+    if metric not in VARIANCE_METRICS:
+        raise ValueError(f"metric must be one of {sorted(VARIANCE_METRICS)}, got {metric!r}")
+    p10, p50, p90, actual, label = VARIANCE_METRICS[metric]
+    rows = variance.sort_values("month")
+    x = np.arange(len(rows))
+    lo, mid, hi = (rows[c].to_numpy(float) for c in (p10, p50, p90))
+    complete = rows["complete"].to_numpy(bool)
+    half = _VARIANCE_WIDTH / 2
+    drawn = {"band": ax.bar(x, hi - lo, bottom=lo, width=_VARIANCE_WIDTH, color=COLOURS["band"], alpha=0.2,
+                            label="planned P10–P90"),
+             "p50": ax.hlines(mid, x - half, x + half, lw=2, color=COLOURS["p50"], label="planned P50"),
+             "actual": ax.scatter(x, rows[actual].to_numpy(float), marker="o", s=36, zorder=3,
+                                  facecolors=[COLOURS["chosen"] if c else "none" for c in complete],
+                                  edgecolors=COLOURS["chosen"], label="actual")}
+    if not complete.all():  # proxy so the legend explains the hollow marker
+        ax.scatter([], [], marker="o", facecolors="none", edgecolors=COLOURS["chosen"], label="actual, partial month")
+    ax.use_sticky_edges = False  # a band's bottom is data, not an axis floor: keep a margin below it
+    ax.margins(x=0.3 if len(x) == 1 else 0.08, y=0.15)
+    periods = [pd.Period(m, freq="M") for m in rows["month"]]
+    # the year under the first month and each January only, so six months fit a narrow axis
+    ax.set_xticks(x, [p.strftime("%b\n%Y") if i == 0 or p.month == 1 else p.strftime("%b")
+                      for i, p in enumerate(periods)], fontsize="small")
+    ax.set_xlabel("Month")
+    ax.set_ylabel(label)
+    if metric == "gpus":
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        values = np.concatenate([lo, hi, rows[actual].to_numpy(float)])
+        bottom, top = ax.get_ylim()  # at least one GPU either side, so a flat band still gets whole-GPU ticks
+        ax.set_ylim(min(bottom, np.nanmin(values) - 1), max(top, np.nanmax(values) + 1))
+    elif metric in ("requests", "cost"):
+        ax.yaxis.set_major_formatter(EngFormatter(sep=""))  # 1.2M requests, 30k USD
+    return drawn
+
+
+#: Longest model name drawn on an axis; the report's assumptions table has the full name. [characters]
+MODEL_LABEL_CHARS = 24
+
+
+def model_label(name: str) -> str:
+    """A forecast model's name short enough for a narrow axis: an ensemble ``mean(a, b, c)`` is ``mean of 3``."""
+    if len(name) <= MODEL_LABEL_CHARS:
+        return name
+    if name.startswith("mean(") and name.endswith(")"):
+        return f"mean of {len(name[5:-1].split(','))}"
+    return name[:MODEL_LABEL_CHARS - 1] + "…"
 
 
 def legend_above(ax: Axes) -> Any:
@@ -262,6 +348,21 @@ def legend_above(ax: Axes) -> Any:
     handles, _labels = ax.get_legend_handles_labels()
     return ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(len(handles), 1), fontsize="small",
                      frameon=False, borderaxespad=0, handlelength=1.2, columnspacing=1.0)
+
+
+def legend_above_figure(axes: Sequence[Axes], first: Sequence[str] = ()) -> Any:
+    """One legend in one row above a figure of small multiples: every label drawn on any of ``axes``, once
+    (an axis' own legend above it would cover its neighbours' titles); the labels ``first`` lead, the rest
+    follow in the order first seen."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    labels = [k for k in first if k in handles] + [k for k in handles if k not in first]
+    return axes[0].figure.legend([handles[k] for k in labels], labels, loc="outside upper left",
+                                 ncols=max(len(labels), 1), fontsize="small", frameon=False)
 
 
 def pad_single_instant(ax: Axes, times: Any, pad: pd.Timedelta = pd.Timedelta(days=1)) -> None:
@@ -275,16 +376,20 @@ def pad_single_instant(ax: Axes, times: Any, pad: pd.Timedelta = pd.Timedelta(da
         ax.set_xlim(t - pad, t + pad)
 
 
-def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1,
+def chart_png(draw: Callable[..., Any], *args: Any, n_axes: int = 1, n_rows: int = 1,
               size_in: tuple[float, float] = (8.0, 3.2), dpi: int = 100, **kwargs: Any) -> bytes:
-    """Lay out a figure of ``n_axes`` side by side, call ``draw(axes, *args, **kwargs)``, return PNG bytes.
+    """Lay out a figure of ``n_rows`` rows of ``n_axes`` side by side, call ``draw(axes, *args, **kwargs)``,
+    return PNG bytes.
 
-    ``draw`` receives one ``Axes`` when ``n_axes == 1`` and a list otherwise.
-    ``size_in`` is the figure size. [inch]
+    In one row ``draw`` receives one ``Axes`` when ``n_axes == 1`` and a list otherwise; with several
+    rows, a list of rows (each a list of ``Axes``). ``size_in`` is the figure size. [inch]
     """
     fig = Figure(figsize=size_in, dpi=dpi, layout="constrained")
-    axes = fig.subplots(1, n_axes, squeeze=False)[0]
-    draw(axes[0] if n_axes == 1 else list(axes), *args, **kwargs)
+    grid = fig.subplots(n_rows, n_axes, squeeze=False)
+    if n_rows > 1:
+        draw([list(row) for row in grid], *args, **kwargs)
+    else:
+        draw(grid[0][0] if n_axes == 1 else list(grid[0]), *args, **kwargs)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()

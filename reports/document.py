@@ -102,11 +102,13 @@ class Chart:
 
 @dataclass(frozen=True)
 class Table:
-    """An evidence table shown after the charts (SLO status, drift findings, data quality)."""
+    """An evidence table shown after the charts (SLO status, drift findings, data quality), and the chart
+    drawn from it, if any, shown under it in the same section."""
 
     title: str
     frame: pd.DataFrame
     caption: str = ""
+    chart: Chart | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,11 @@ class PlanReport:
     reserved_summary: str = ""
     summary: dict = field(default_factory=dict)  # per-pool results and totals as plain data (``plan.json``)
     variance: pd.DataFrame | None = None  # earlier plans against actuals (capplan.history.variance.PlanVariance)
+
+    @property
+    def all_charts(self) -> list[Chart]:
+        """The evidence charts and the charts shown with their tables: every ``charts/<key>.png`` file."""
+        return [*self.charts, *(t.chart for t in self.tables if t.chart is not None)]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "headline", HeadlineSchema.validate(self.headline))

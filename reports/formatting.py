@@ -32,6 +32,15 @@ COLUMN_LABELS = {
     "gpu_seconds_per_request_change": "GPU-s per request change [GPU-s]",
     "usd_per_request_change": "Cost per request change [USD]", "requests_per_month": "Requests per month",
     "gpus_change": "GPUs change [count]", "usd_per_month_change": "Cost change [USD/month]",
+    # "How earlier plans did" (capplan.history.variance.PlanVariance)
+    "planned_requests_p50": "Planned requests P50 [requests]", "actual_requests": "Actual requests [requests]",
+    "planned_peak_qps_p90": "Planned design peak P90 [requests/s]",
+    "actual_peak_qps": "Actual design peak [requests/s]", "planned_gpus_p50": "Planned GPUs P50 [count]",
+    "planned_gpus_p90": "Planned GPUs P90 [count]", "actual_gpus_needed": "GPUs needed [count]",
+    "planned_cost_usd": "Planned cost P50 [USD]", "actual_cost_usd": "Cost at the need [USD]",
+    "variance_volume_usd": "Variance from volume [USD]", "variance_token_mix_usd": "Variance from token mix [USD]",
+    "variance_price_usd": "Variance from price [USD]", "requests_in_band": "Requests within P10–P90",
+    "peak_in_band": "Peak within P10–P90", "complete": "Whole month observed",
 }
 
 #: Option columns of the budget: prefix -> (label, unit), e.g. ``cost_usd_on_demand`` -> ``Cost on-demand [USD]``.

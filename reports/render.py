@@ -151,7 +151,7 @@ def write_report(report: PlanReport, out_dir: Path, resolved_config: dict[str, A
     staging = Path(tempfile.mkdtemp(prefix=f".{report.month}-", dir=out_dir))
     try:
         (staging / "charts").mkdir()
-        for chart in report.charts:
+        for chart in report.all_charts:
             (staging / "charts" / f"{chart.key}.png").write_bytes(chart.png)
         (staging / "report.html").write_text(render_html(report), encoding="utf-8")
         (staging / "report.md").write_text(render_markdown(report), encoding="utf-8")

@@ -74,6 +74,19 @@ class ActualMonth:
                 "complete": self.complete}
 
 
+def observed_hours(by_model: pd.DataFrame, month: str) -> pd.Series:
+    """Every hour of ``month`` (``YYYY-MM``) → whether the logs observed it, from
+    :func:`~capplan.plan.pools.read_model_traffic`'s frame.
+
+    A logging gap is fleet-wide: an hour is observed when any model logged in it. In an observed hour
+    a pool without rows had no traffic (a sparse model's quiet hour is a zero, not missing data).
+    """
+    period = pd.Period(month, freq="M")
+    hours = pd.date_range(period.start_time, period.end_time.floor("h"), freq="h")
+    logged = by_model.loc[~by_model["is_gap"].astype(bool) & by_model["avg_qps"].notna(), "hour_utc"]
+    return pd.Series(hours.isin(pd.DatetimeIndex(logged.unique())), index=hours)
+
+
 def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool, month: str, *, gpu: str,
                  tensor_parallel: int | None, reserved_gpus: int,
                  by_model: pd.DataFrame | None = None) -> ActualMonth | None:
@@ -86,15 +99,11 @@ def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool,
     if not by_model["model"].isin(pool.models).any():
         return None
     hourly, _daily = pool_traffic(by_model, pool)
-    period = pd.Period(month, freq="M")
-    hours = pd.date_range(period.start_time, period.end_time.floor("h"), freq="h")
-    part = hourly.set_index("hour_utc").reindex(hours)
-    # A logging gap is fleet-wide: an hour is observed when any model logged in it. In an observed hour
-    # a pool without rows had no traffic (a sparse model's quiet hour is a zero, not missing data).
-    logged = by_model.loc[~by_model["is_gap"].astype(bool) & by_model["avg_qps"].notna(), "hour_utc"]
-    observed = pd.Series(hours.isin(pd.DatetimeIndex(logged.unique())), index=hours)
+    observed = observed_hours(by_model, month)
     if not observed.any():
         return None
+    hours = observed.index
+    part = hourly.set_index("hour_utc").reindex(hours)
     part["avg_qps"] = part["avg_qps"].where(part["avg_qps"].notna() & ~part["is_gap"].fillna(True).astype(bool),
                                             0.0)
     measured = measure_inputs(con, hourly, cfg, models=list(pool.models))

@@ -17,7 +17,8 @@ opens the database as of M's end and applies the same sizing and pricing to what
 
 The summary's ``p90_coverage`` is the share of compared months (complete months only) whose
 actual peak was within the planned P90, and ``demand_mape`` the mean of the demand errors.
-A month whose plan could not be made (too little history before it) is listed with the reason.
+A month whose plan could not be made (too little history before it) is listed with the reason, and so
+is a month the logs hold none of yet, per pool — without planning it, since nothing could be compared.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ import numpy as np
 import pandas as pd
 
 from capplan.config import CapplanConfig
-from capplan.history.actuals import actual_month
+from capplan.history.actuals import actual_month, observed_hours
 from capplan.history.as_of import connect_as_of
 from capplan.history.record import pool_rows
 from capplan.plan.inputs import measure_inputs
 from capplan.plan.pool_plan import plan_pool
-from capplan.plan.pools import pool_traffic, read_model_traffic, resolve_pools
+from capplan.plan.pools import Pool, pool_traffic, read_model_traffic, resolve_pools
 from capplan.plan.demand import plan_demand
 
 
@@ -96,6 +97,19 @@ def months_between(first: str, last: str) -> list[str]:
     return [str(m) for m in months]
 
 
+def _pools(by_model: pd.DataFrame, cfg: CapplanConfig, month: str) -> list[Pool]:
+    """The pools a plan made at ``month``'s start resolves from the models seen before it."""
+    if by_model.empty:
+        raise ValueError(f"no traffic before {month}")
+    return resolve_pools(cfg, sorted(by_model["model"].unique()))
+
+
+def pools_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list[Pool]:
+    """The pools :func:`plan_as_of` would plan for ``month``, without planning them."""
+    with connect_as_of(path, pd.Period(month, freq="M").start_time) as con:
+        return _pools(read_model_traffic(con, cfg), cfg, month)
+
+
 def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
     """The plan ``capplan plan --month month`` would have made at ``month``'s first instant, one month ahead.
 
@@ -103,10 +117,8 @@ def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
     """
     with connect_as_of(path, pd.Period(month, freq="M").start_time) as con:
         by_model = read_model_traffic(con, cfg)
-        if by_model.empty:
-            raise ValueError(f"no traffic before {month}")
         plans = []
-        for pool in resolve_pools(cfg, sorted(by_model["model"].unique())):
+        for pool in _pools(by_model, cfg, month):
             hourly, _daily = pool_traffic(by_model, pool)
             measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
             demand = plan_demand(hourly, [month], cfg, measured.burst_ratio)  # the plan's own demand stage
@@ -137,14 +149,21 @@ def backtest(path: str | Path, cfg: CapplanConfig, first: str, last: str) -> Bac
     """Plan each month of ``first``..``last`` as of its start, and compare with what its traffic needed."""
     results, skipped = [], []
     for month in months_between(first, last):
+        end = (pd.Period(month, freq="M") + 1).start_time
+        with connect_as_of(path, end) as con:
+            by_model = read_model_traffic(con, cfg)  # once per month, for every pool
         try:
+            if by_model.empty or not observed_hours(by_model, month).any():
+                # Nothing of the month is logged yet: no pool's plan could be compared (actual_month returns
+                # None for each), so none is made — the forecasts are nearly all of a month's time.
+                skipped += [{"month": month, "reason": f"pool {p.name}: no traffic in the logs for {month}"}
+                            for p in pools_as_of(path, cfg, month)]
+                continue
             plans = plan_as_of(path, cfg, month)
         except ValueError as exc:  # too little history before the month, no traffic, …
             skipped.append({"month": month, "reason": str(exc)})
             continue
-        end = (pd.Period(month, freq="M") + 1).start_time
         with connect_as_of(path, end) as con:
-            by_model = read_model_traffic(con, cfg)  # once per month, for every pool
             for plan in plans:
                 actual = actual_month(con, cfg, plan.pool, month, gpu=plan.gpu,
                                       tensor_parallel=plan.sized.first_p50.tensor_parallel,

@@ -49,7 +49,10 @@ class ActualMonths(pa.DataFrameModel):
 
 
 class PlanVariance(pa.DataFrameModel):
-    """Planned against actual per month and pool; ``variance_* = actual − planned P50``."""
+    """Planned against actual per month and pool; ``variance_* = actual − planned P50``.
+
+    ``planned_cost_usd`` is the plan's P50 cost; ``planned_*_p10`` / ``_p90`` are the plan's band.
+    """
 
     month: Series[str]
     pool: Series[str]
@@ -58,15 +61,19 @@ class PlanVariance(pa.DataFrameModel):
     planned_requests_p90: Series[float] = pa.Field(nullable=True)
     actual_requests: Series[float]
     variance_requests: Series[float] = pa.Field(nullable=True)
+    planned_peak_qps_p10: Series[float] = pa.Field(nullable=True)
     planned_peak_qps_p50: Series[float] = pa.Field(nullable=True)
     planned_peak_qps_p90: Series[float] = pa.Field(nullable=True)
     actual_peak_qps: Series[float]
     variance_peak_qps: Series[float] = pa.Field(nullable=True)
+    planned_gpus_p10: Series[int]
     planned_gpus_p50: Series[int]
     planned_gpus_p90: Series[int]
     actual_gpus_needed: Series[int]
     variance_gpus: Series[int]
+    planned_cost_usd_p10: Series[float] = pa.Field(nullable=True)
     planned_cost_usd: Series[float] = pa.Field(nullable=True)
+    planned_cost_usd_p90: Series[float] = pa.Field(nullable=True)
     actual_cost_usd: Series[float]
     variance_cost_usd: Series[float] = pa.Field(nullable=True)
     variance_volume_usd: Series[float] = pa.Field(nullable=True)
@@ -147,13 +154,14 @@ def plan_variance(planned: pd.DataFrame, actual: pd.DataFrame) -> pd.DataFrame:
             "planned_requests_p10": rec.get("requests_p10"), "planned_requests_p50": rec.get("requests_p50"),
             "planned_requests_p90": rec.get("requests_p90"), "actual_requests": rec["requests"],
             "variance_requests": rec["requests"] - rec["requests_p50"] if pd.notna(rec.get("requests_p50")) else None,
-            "planned_peak_qps_p50": rec.get("peak_qps_p50"), "planned_peak_qps_p90": rec.get("peak_qps_p90"),
+            "planned_peak_qps_p10": rec.get("peak_qps_p10"), "planned_peak_qps_p50": rec.get("peak_qps_p50"), "planned_peak_qps_p90": rec.get("peak_qps_p90"),
             "actual_peak_qps": rec["peak_qps"],
             "variance_peak_qps": rec["peak_qps"] - rec["peak_qps_p50"] if pd.notna(rec.get("peak_qps_p50")) else None,
-            "planned_gpus_p50": int(rec["gpus_p50"]), "planned_gpus_p90": int(rec["gpus_p90"]),
+            "planned_gpus_p10": int(rec["gpus_p10"]), "planned_gpus_p50": int(rec["gpus_p50"]), "planned_gpus_p90": int(rec["gpus_p90"]),
             "actual_gpus_needed": int(rec["gpus_needed"]),
             "variance_gpus": int(rec["gpus_needed"]) - int(rec["gpus_p50"]),
-            "planned_cost_usd": planned_cost, "actual_cost_usd": rec["cost_usd"],
+            "planned_cost_usd_p10": rec.get("cost_p10_usd"), "planned_cost_usd": planned_cost,
+            "planned_cost_usd_p90": rec.get("cost_p90_usd"), "actual_cost_usd": rec["cost_usd"],
             "variance_cost_usd": rec["cost_usd"] - planned_cost if pd.notna(planned_cost) else None,
             **{f"variance_{part}_usd": parts[part] for part in PARTS},
             "requests_in_band": _within(rec["requests"], rec.get("requests_p10"), rec.get("requests_p90")),

@@ -68,3 +68,7 @@ def test_second_run_compares_the_first_runs_november_with_what_came(prefect_harn
     assert november.loc[FLEET, "actual_requests"] == pytest.approx(logged, rel=1e-9)
     second_report = (tmp_path / "out" / "2026-12" / "report.md").read_text()
     assert "How earlier plans did" in second_report and "2026-11" in second_report
+    # the section's chart (drawn from the same variance rows: tests/reports/test_assemble.py) is in the section
+    section = second_report.split("### How earlier plans did", 1)[1].split("\n## ", 1)[0]
+    assert "![Earlier plans against what happened](charts/plan-variance.png)" in section
+    assert (tmp_path / "out" / "2026-12" / "charts" / "plan-variance.png").read_bytes().startswith(b"\x89PNG")

@@ -201,3 +201,21 @@ def test_wide_tables_scroll_in_their_box_at_1300_and_800_pixels(tmp_path: Path):
 def test_sample_report_fits_1300_and_800_pixel_windows(planned_report, tmp_path: Path):
     folder, _ = planned_report
     _assert_fits(inspect_in_chromium(folder / "report.html", tmp_path / "fit.png", tmp_path / "chromium-profile"))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package 'chromium'; .ci/run installs it)")
+def test_earlier_plans_chart_decodes_and_fits_1300_and_800_pixels(variance, tmp_path: Path):
+    """The "How earlier plans did" section with its table and chart (pools and the fleet, a partial month)."""
+    from dataclasses import replace
+
+    from capplan.history.compare import EarlierPlans
+    from capplan.reports.assemble import earlier_plans_table
+    from capplan.reports.render import write_report
+
+    report = replace(_wide_report(), tables=[earlier_plans_table(EarlierPlans(variance))])
+    folder = write_report(report, tmp_path / "out", {})
+    result = inspect_in_chromium(folder / "report.html", folder / "screenshot.png", tmp_path / "chromium-profile")
+    assert result["errors"] == []
+    assert [(i["alt"], i["complete"], i["width"] > 0) for i in result["images"]] == [
+        ("Latency", True, True), ("Earlier plans against what happened", True, True)]
+    _assert_fits(result)

@@ -64,3 +64,47 @@ def test_many_points_keep_matplotlibs_own_range():
     ax, _ = _drawn(charts.plot_qps_forecast, pd.Series(np.ones(48), index=idx), fc, [80])
     lo, hi = ax.get_xlim()
     assert lo <= mdates.date2num(idx[0]) and hi >= mdates.date2num(fc.index[-1])
+
+
+def test_small_multiples_share_one_legend_above_every_title():
+    """Three pools' GPU charts: one legend above the figure, covering no axis title (one per axis overlapped)."""
+    frame = pd.DataFrame({"month": ["2026-12", "2027-01"], "gpus_throughput": [4, 4], "gpus_memory": [1, 1],
+                          "gpus_p10": [6, 6], "gpus_p50": [8, 8], "gpus_p90": [10, 10]})
+    fig = Figure(figsize=(12.6, 3.4), dpi=100, layout="constrained")
+    axes = list(fig.subplots(1, 3))
+    for i, ax in enumerate(axes):
+        charts.plot_gpus_by_month(ax, frame)
+        ax.set_title(f"pool-{i} (H100-SXM-80GB)")
+    legend = charts.legend_above_figure(axes)
+    fig.draw_without_rendering()
+    assert all(ax.get_legend() is None for ax in axes) and fig.legends == [legend]
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert sorted(labels) == sorted(set(labels)) and "need, memory-bound" in labels  # each label once
+    box = legend.get_window_extent()
+    assert not any(_overlap(box, ax.title.get_window_extent()) for ax in axes)
+
+
+def test_a_pools_forecast_axis_has_short_date_labels_that_do_not_overlap():
+    idx = pd.date_range("2026-10-01", periods=24 * 60, freq="h")
+    fc = pd.DataFrame({"mean": 1.0, "lo_80": 0.5, "hi_80": 1.5}, index=pd.date_range(idx[-1], periods=24 * 62, freq="h"))
+    fig = Figure(figsize=(4.2, 3.4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    charts.plot_qps_forecast(ax, pd.Series(np.ones(len(idx)), index=idx), fc, [80])
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert len(boxes) >= 3 and not any(_overlap(a, b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_a_long_ensemble_name_does_not_run_over_the_bars():
+    """The chosen ensemble's name (e.g. five models) is ``mean of 5`` on the axis, inside the figure."""
+    ensemble = "mean(fourier_arima, mstl_ets, mstl_ses, seasonal_naive_long, seasonal_profile)"
+    errors = pd.DataFrame({"model": ["theta", ensemble, "holt_winters"], "error_pct": [28.0, 23.0, 29.0]})
+    fig = Figure(figsize=(4.2, 3.4), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    bars = charts.plot_backtest_error(ax, errors, ensemble)[0]
+    fig.draw_without_rendering()
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["holt_winters", "mean of 5", "theta"]  # sorted by full name
+    assert [round(b.get_width(), 6) for b in bars] == [29.0, 23.0, 28.0]
+    assert all(t.get_window_extent().x0 >= 0 for t in ax.get_yticklabels())  # inside the figure
+    assert charts.model_label("a" * 30) == "a" * 23 + "…"

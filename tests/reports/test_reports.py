@@ -90,6 +90,10 @@ CHART_CASES = [
                                            "end": [pd.Timestamp("2026-11-02 06:00")]})), "[fraction]"),
     (charts.plot_backtest_error, (pd.DataFrame({"model": ["ets", "ets", "theta"], "error_pct": [5.0, 7.0, 9.0]}),
                                   "ets"), "[%]"),
+    (charts.plot_plan_variance, (pd.DataFrame({"month": ["2026-10"], "planned_peak_qps_p10": [1.0],
+                                               "planned_peak_qps_p50": [1.2], "planned_peak_qps_p90": [1.5],
+                                               "actual_peak_qps": [1.6], "complete": [True]}), "peak_qps"),
+     "[requests/s]"),
 ]
 
 

@@ -1,0 +1,86 @@
+"""reports/assemble.py: the "How earlier plans did" chart is drawn from the stored plans and sits in its section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from capplan.history.compare import EarlierPlans
+from capplan.history.store import FLEET
+from capplan.reports import charts
+from capplan.reports.assemble import draw_plan_variance, earlier_plans_table
+from capplan.reports.document import PlanReport
+from capplan.reports.render import render_html, render_markdown, write_report
+
+def test_the_chart_draws_the_variance_tables_numbers(variance, stored_plan_row) -> None:
+    """Every band, P50 dash and actual dot is the variance table's value, which is the stored plan's."""
+    fig = Figure(figsize=(10, 7))
+    grid = [list(r) for r in fig.subplots(3, len(charts.VARIANCE_METRICS), squeeze=False)]
+    drawn = draw_plan_variance(grid, variance)
+    assert [ax.get_title(loc="left") for ax in (r[0] for r in grid)] == ["chat", "rag", "fleet (sum of pools)"]
+    assert set(drawn) == {(p, m) for p in ("chat", "rag", FLEET) for m in charts.VARIANCE_METRICS}
+    for (pool, metric), artists in drawn.items():
+        p10, p50, p90, actual, _ = charts.VARIANCE_METRICS[metric]
+        rows = variance[variance["pool"] == pool].sort_values("month")
+        bars = list(artists["band"])
+        np.testing.assert_allclose([b.get_y() for b in bars], rows[p10], rtol=1e-12)
+        np.testing.assert_allclose([b.get_y() + b.get_height() for b in bars], rows[p90], rtol=1e-12)
+        np.testing.assert_allclose([seg[0][1] for seg in artists["p50"].get_segments()], rows[p50], rtol=1e-12)
+        np.testing.assert_allclose(artists["actual"].get_offsets()[:, 1], rows[actual], rtol=1e-12)
+        hollow = artists["actual"].get_facecolors()[:, 3] == 0
+        assert hollow.tolist() == (~rows["complete"]).tolist()  # October is partial
+    # ... and the table's numbers are the stored plan's: chat's September as written by record_plan
+    sep = stored_plan_row("2026-09", "chat", 1.0)
+    chat = drawn[("chat", "gpus")]
+    assert chat["band"][0].get_y() == sep["gpus_p10"] and chat["p50"].get_segments()[0][0][1] == sep["gpus_p50"]
+    assert drawn[("chat", "cost")]["band"][0].get_height() == pytest.approx(sep["cost_p90_usd"] - sep["cost_p10_usd"])
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["planned P10–P90", "planned P50", "actual",
+                                                          "actual, partial month"]
+
+
+def test_plot_plan_variance_names_the_valid_metrics(variance) -> None:
+    with pytest.raises(ValueError, match="metric must be one of \\['cost', 'gpus', 'peak_qps', 'requests'\\]"):
+        charts.plot_plan_variance(Figure().subplots(), variance, "latency")
+
+
+def _report(table) -> PlanReport:
+    headline = pd.DataFrame({"pool": ["chat"], "month": ["2026-11"], "gpu_type": ["H100-SXM-80GB"], "gpus_p50": [4],
+                             "gpus_p90": [5], "cost_usd_p50": [9e3], "cost_usd_p90": [1.1e4], "binding": ["throughput"]})
+    budget = pd.DataFrame({"month": ["2026-11"], "pool": ["chat"], "gpu_type": ["H100-SXM-80GB"], "gpus_p50": [4],
+                           "gpus_p90": [5], "gpu_hours_on_demand": [2880.0], "cost_usd_on_demand": [9e3],
+                           "total_cost_usd": [9e3]})
+    assumptions = pd.DataFrame({"name": ["x"], "value": ["1"], "unit": ["-"], "source": ["assumed"]})
+    return PlanReport(month="2026-11", generated_at_utc="2026-11-01 06:00", gpu_type="H100-SXM-80GB", model_name="m",
+                      headline=headline, recommended_reserved_gpus=0, budget=budget, assumptions=assumptions,
+                      tables=[table])
+
+
+def _section(text: str, start: str, end: str) -> str:
+    """The text from the first ``start`` to the next ``end`` after it."""
+    begin = text.index(start)
+    return text[begin:text.index(end, begin + len(start))]
+
+
+def test_the_report_shows_the_chart_in_how_earlier_plans_did(variance, tmp_path: Path) -> None:
+    report = _report(earlier_plans_table(EarlierPlans(variance)))
+    html = _section(render_html(report), "<h3>How earlier plans did</h3>", "<h2>")
+    assert '<figure id="chart-plan-variance">' in html and "data:image/png;base64," in html
+    md = _section(render_markdown(report), "### How earlier plans did", "\n## ")
+    assert "![Earlier plans against what happened](charts/plan-variance.png)" in md
+    folder = write_report(report, tmp_path, {})
+    assert (folder / "charts" / "plan-variance.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    # the table beside it has the same months and pools the chart drew
+    shown = re.findall(r"<tr><td>(\d{4}-\d\d)</td><td>([^<]+)</td>", html)
+    assert sorted(shown) == sorted(zip(variance["month"], variance["pool"]))
+
+
+def test_no_earlier_plan_no_chart() -> None:
+    table = earlier_plans_table(None)
+    assert table.chart is None and table.frame.empty
+    assert "chart-plan-variance" not in render_html(_report(table))
