@@ -23,6 +23,8 @@ STATUS_CLASSES = 3
 """``status_class`` of ``sql/int_profile_rows.sql``: 0 success (2xx), 1 no SLI event (a 4xx other than
 408 and 429), 2 other (valid and bad)."""
 METRICS = ("input_tokens", "output_tokens", "ttft_ms", "latency_ms")
+ALL_MODELS = "__all__"
+"""The reserved model name of the rows of all models together."""
 _TIMES = ("ttft_ms", "latency_ms")
 
 TRAFFIC_SCHEMA = arrow.schema([

@@ -34,6 +34,7 @@ from capplan import sql
 from capplan.db import create_macros, memory_capped
 from capplan.profile.bins import HISTOGRAM_GAMMA
 from capplan.profile.counting import (
+    ALL_MODELS,
     CONCURRENCY_SCHEMA,
     HISTOGRAM_SCHEMA,
     S_PER_HOUR,
@@ -43,7 +44,6 @@ from capplan.profile.counting import (
 )
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
                                        require_requests, stored_rollup_version)
-from capplan.profile.schemas import ALL_MODELS
 
 ROLLUP_TABLES = ("fct_traffic_hourly", "fct_histogram_hourly", "fct_concurrency_hourly")
 """The roll-up tables a refresh writes (``sql/ddl_profile.sql``)."""
