@@ -7,8 +7,9 @@ Sections (each figure from a fresh process, so its peak memory is its own):
 
 * ``ingest`` at every size: :func:`capplan.ingest.load_file` of one Parquet file against a bare DuckDB
   ``create table as select`` of the same file (``benchmarks/ingest.py``'s generator and runner).
-* ``profile`` at every size: ``refresh_rollups(full=True)`` against a bare hourly ``group by`` on the same
-  table (``benchmarks/profile.py --json``; a generated month, rows ≈ the size).
+* ``profile`` at every size: ``capplan profile --rebuild`` as a whole process against a floor scan of its 7
+  columns, a hand-written DuckDB query and pandas, each a whole process (``benchmarks/profile.py --json``;
+  a generated month, rows ≈ the size), and the one-day incremental refresh.
 * ``partitioned`` at ``--partitioned-size``: a Hive folder of 30 ``dt=`` days (``benchmarks/ingest.py``'s
   generator, ``hive`` format), rolled up (a) single-process:
   every file ingested into one DuckDB, then the profile refreshed; (b) partition by partition in this
