@@ -7,8 +7,9 @@ Sections (each figure from a fresh process, so its peak memory is its own):
 
 * ``ingest`` at every size: :func:`capplan.ingest.load_file` of one Parquet file against a bare DuckDB
   ``create table as select`` of the same file (``benchmarks/ingest.py``'s generator and runner).
-* ``profile`` at every size: ``refresh_rollups(full=True)`` against a bare hourly ``group by`` on the same
-  table (``benchmarks/profile.py --json``; a generated month, rows ≈ the size).
+* ``profile`` at every size: ``capplan profile --rebuild`` as a whole process against a floor scan of its 7
+  columns, a hand-written DuckDB query and pandas, each a whole process (``benchmarks/profile.py --json``;
+  a generated month, rows ≈ the size), and the one-day incremental refresh.
 * ``partitioned`` at ``--partitioned-size``: a Hive folder of 30 ``dt=`` days (``benchmarks/ingest.py``'s
   generator, ``hive`` format), rolled up (a) single-process:
   every file ingested into one DuckDB, then the profile refreshed; (b) partition by partition in this
@@ -209,22 +210,22 @@ def run_ingest(rows: int, workdir: Path) -> list[dict]:
 
 
 def run_profile(rows: int, workdir: Path) -> list[dict]:
-    """``benchmarks/profile.py`` at ``rows``: one round, peak memory of a full refresh alone in a fresh process."""
+    """``benchmarks/profile.py`` at ``rows``: one round of whole processes (floor scan, hand-written DuckDB
+    query, pandas, ``capplan profile --rebuild``), each with its own peak memory; the incremental day."""
     days = PARTITIONED_DAYS + 1  # benchmarks/profile.py holds the last day back
-    r, _, _ = child_run([sys.executable, str(REPO / "benchmarks" / "profile.py"), "--json", "--repeat", "1", "--memory",
+    r, _, _ = child_run([sys.executable, str(REPO / "benchmarks" / "profile.py"), "--json", "--repeat", "1",
                          "--days", str(days), "--requests-per-day", str(rows / PARTITIONED_DAYS),
                          "--workdir", str(workdir / f"profile-{rows}")])
-    bare = statistics.mean([r["bare"], r["bare_after"]])  # before and after: the load drifts
-    return [
-        {"section": "profile", "rows": r["rows"], "what": "bare hourly group by", "seconds": bare,
-         "peak_mib": r.get("bare_peak_rss_mb"), "ratio": 1.0, "baseline": "bare hourly group by", "target": None},
-        {"section": "profile", "rows": r["rows"], "what": "refresh_rollups(full)", "seconds": r["refresh_full"],
-         "peak_mib": r["peak_rss_mb"], "ratio": r.get("refresh_full_ratio", r["refresh_full"] / bare),
-         "baseline": "bare hourly group by", "target": 1.5},
-        {"section": "profile", "rows": r["rows"], "what": "refresh one more day", "seconds": r["refresh_one_day"],
-         "peak_mib": None, "ratio": r["refresh_one_day"] / r["refresh_full_with_day"],
-         "baseline": "refresh_rollups(full)", "target": 0.1},
-    ]
+    out = [{"section": "profile", "rows": r["rows"], "what": what, "seconds": r[key], "peak_mib": r[f"{key}_peak_mib"],
+            "ratio": r["capplan"] / r[key] if key != "capplan" else 1.0, "baseline": "capplan ÷ this",
+            "target": target}
+           for key, what, target in (("floor", "floor scan (7 columns)", 6.0),
+                                     ("hand_written", "hand-written DuckDB query", 1.0),
+                                     ("pandas", "pandas through Arrow", None),
+                                     ("capplan", "capplan profile --rebuild", None))]
+    return [*out, {"section": "profile", "rows": r["rows"], "what": "refresh one more day",
+                   "seconds": r["refresh_one_day"], "peak_mib": None, "ratio": r["one_day_fraction"],
+                   "baseline": "full rebuild (in-process)", "target": 0.1}]
 
 
 def run_partitioned(rows: int, workdir: Path, repeat: int = 1) -> list[dict]:

@@ -1,6 +1,7 @@
 -- the rows of `profile_source` the hourly rollup reads (capplan/profile/counting.py counts them with
 -- numpy): arrivals in [$start_utc - $lookback_us, $end_utc), narrowed to epoch microseconds, a
--- model index into $models (0-based), a status class, tokens and times (NaN when not logged).
+-- model index (`profile_models`: the models of the run, 0-based, registered by the caller; a join, so any
+-- number of models costs the same per row), a status class, tokens and times (NaN when not logged).
 -- Rows before $start_utc are only there for the in-flight sweep (requests still running when the
 -- window starts); $lookback_us = 0 leaves them out.
 with
@@ -12,10 +13,14 @@ source as (
       and ts_utc < $end_utc::timestamp
 ),
 
+models as (
+    select model, model_index from profile_models
+),
+
 final as (
     select
         epoch_us(ts_utc) as ts_us,  -- UTC timestamp -> microseconds since the epoch
-        (list_position($models::varchar[], model) - 1)::usmallint as model_index,
+        models.model_index,
         -- 0: success (sli_success: 2xx); 1: no SLI event (not sli_valid: a 4xx other than 408 and 429);
         -- 2: any other status, a valid and bad event (macros: sql/ddl_macro_sli_*.sql)
         case
@@ -29,6 +34,7 @@ final as (
         coalesce(ttft_ms, 'nan'::double) as ttft_ms,
         coalesce(latency_ms, 'nan'::double) as latency_ms
     from source
+    join models using (model)
 )
 
 select * from final

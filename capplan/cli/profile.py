@@ -6,6 +6,7 @@ the database writable and brings the roll-ups up to date first.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -89,6 +90,16 @@ def _write_frames(con, out: Path, fmt: str, model: str | None, since: datetime |
     return paths
 
 
+def _import_readers() -> None:
+    """Import the summary's modules and build the pandera schemas it validates with (which import dask
+    through pandera's type registry): about a second or two of Python, overlapped with a refresh."""
+    from capplan.profile.schemas import HourlySli, HourlyTraffic
+    from capplan.profile.summary import profile_summary  # noqa: F401 - imported for its import time
+
+    HourlyTraffic.to_schema()
+    HourlySli.to_schema()
+
+
 def profile(
     config: Path | None = CONFIG_OPTION,
     db: Path | None = DB_OPTION,
@@ -119,7 +130,12 @@ def profile(
         fail(str(exc))
     try:
         if writes:
-            stage.refresh_rollups(con, full=rebuild)
+            from capplan.profile.refresh import refresh_rollups
+
+            readers = threading.Thread(target=_import_readers, daemon=True)
+            readers.start()  # pandas, pandera and their schemas load while the refresh runs in DuckDB and numpy
+            refresh_rollups(con, full=rebuild)
+            readers.join()
         summary = stage.profile_summary(con, model, since, ttft_threshold_ms=cfg.profile.ttft_threshold_ms,
                                         empty_hours=cfg.profile.empty_hours)
         if model is not None and summary["total_requests"] == 0:

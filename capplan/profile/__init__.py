@@ -19,43 +19,35 @@ elsewhere. See ``docs/profile.md``.
 
 from __future__ import annotations
 
-from capplan.profile.bins import HISTOGRAM_GAMMA, HISTOGRAM_RELATIVE_ERROR
-from capplan.profile.freshness import ROLLUP_VERSION, ProfileError, require_current_rollups
-from capplan.profile.read import (
-    daily_traffic,
-    histograms,
-    hourly_sli,
-    hourly_traffic,
-    token_distribution,
-    typical_week,
-    weekly_traffic,
-)
-from capplan.profile.refresh import (
-    ROLLUP_MEMORY_LIMIT_MIB,
-    ROLLUP_TABLES,
-    ensure_tables,
-    merge_rollups,
-    refresh_rollups,
-    rollup_partition,
-)
-from capplan.profile.schemas import (
-    ALL_MODELS,
-    EMPTY_HOURS,
-    GRAINS,
-    METRICS,
-    Histogram,
-    HourlySli,
-    HourlyTraffic,
-    PeriodTraffic,
-    TokenDistribution,
-    TypicalWeek,
-)
-from capplan.profile.summary import profile_summary
+import importlib
+from typing import Any
 
-__all__ = [
-    "ALL_MODELS", "EMPTY_HOURS", "GRAINS", "HISTOGRAM_GAMMA", "HISTOGRAM_RELATIVE_ERROR", "METRICS",
-    "ROLLUP_MEMORY_LIMIT_MIB", "ROLLUP_TABLES", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
-    "ROLLUP_VERSION", "ProfileError", "TokenDistribution", "TypicalWeek", "daily_traffic", "ensure_tables", "histograms",
-    "hourly_sli", "hourly_traffic", "merge_rollups", "profile_summary", "refresh_rollups",
-    "require_current_rollups", "rollup_partition", "token_distribution", "typical_week", "weekly_traffic",
-]
+# name -> the module that defines it; imported on first use (PEP 562), so the write path
+# (``capplan.profile.refresh``) does not pay for pandas and pandera, which only the readers need
+_HOMES = {
+    "capplan.profile.bins": ("HISTOGRAM_GAMMA", "HISTOGRAM_RELATIVE_ERROR"),
+    "capplan.profile.freshness": ("ROLLUP_VERSION", "ProfileError", "require_current_rollups"),
+    "capplan.profile.read": ("daily_traffic", "histograms", "hourly_sli", "hourly_traffic", "token_distribution",
+                             "typical_week", "weekly_traffic"),
+    "capplan.profile.refresh": ("ROLLUP_MEMORY_LIMIT_MIB", "ROLLUP_TABLES", "ensure_tables", "merge_rollups",
+                                "refresh_rollups", "rollup_partition"),
+    "capplan.profile.counting": ("ALL_MODELS", "METRICS"),
+    "capplan.profile.schemas": ("EMPTY_HOURS", "GRAINS", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
+                                "TokenDistribution", "TypicalWeek"),
+    "capplan.profile.summary": ("profile_summary",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - any re-exported name
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'capplan.profile' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME_OF[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME_OF])

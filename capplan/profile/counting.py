@@ -23,6 +23,8 @@ STATUS_CLASSES = 3
 """``status_class`` of ``sql/int_profile_rows.sql``: 0 success (2xx), 1 no SLI event (a 4xx other than
 408 and 429), 2 other (valid and bad)."""
 METRICS = ("input_tokens", "output_tokens", "ttft_ms", "latency_ms")
+ALL_MODELS = "__all__"
+"""The reserved model name of the rows of all models together."""
 _TIMES = ("ttft_ms", "latency_ms")
 
 TRAFFIC_SCHEMA = arrow.schema([
@@ -190,6 +192,76 @@ def _exact_candidates(peaks: np.ndarray, candidate: np.ndarray, carried: np.ndar
     np.maximum.at(peaks, (second // S_PER_HOUR, column), count)
 
 
+def peak_in_flight_sparse(
+    model: np.ndarray, start_us: np.ndarray, end_us: np.ndarray, first_hour_epoch: int, n_hours: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Peak requests in flight per (hour, model) with any, by one sort of the events: for many models.
+
+    The same figure as :func:`peak_in_flight_by_model` (per model; no all-models column), in memory
+    and time that grow with the spans, not with seconds × models.
+
+    Parameters
+    ----------
+    model : numpy.ndarray of int
+        Model index of each span, >= 0.
+    start_us, end_us : numpy.ndarray of int64
+        Arrival and completion (>= arrival) of each request, any order; arrivals before the first
+        hour count as carried in, arrivals from the last hour's end on are ignored. [µs since the epoch]
+    first_hour_epoch, n_hours : int
+        The hours ``[first, first + n_hours)`` to report. [hours since the epoch], [hours]
+
+    Returns
+    -------
+    (hour_index, model_index, peak) : numpy.ndarray of int64 each
+        One entry per (hour of the window, model) with a request in flight, ordered by model then
+        hour; ``hour_index`` counts from the window's first hour. [hours], [1], [requests]
+
+    Notes
+    -----
+    Events are sorted by (model, time, kind), a completion before a probe before an arrival at the
+    same instant (spans are half-open). A running sum gives the count in flight after each event. A
+    request's arrival is a candidate peak (the count just after it); so is the count at the start of
+    every hour a span crosses, read by a *probe* event placed there: arrivals before the hour minus
+    completions up to it, as :func:`peak_in_flight_by_model` takes it. O(n log n) in the spans.
+    """
+    model = np.asarray(model, dtype=np.int64)
+    window_us = n_hours * US_PER_HOUR
+    base_us = first_hour_epoch * US_PER_HOUR
+    # times since the window start, clipped: before it -> -1, from its end on -> window_us (no candidate there)
+    start = np.clip(np.asarray(start_us, dtype=np.int64) - base_us, -1, window_us)
+    end = np.clip(np.asarray(end_us, dtype=np.int64) - base_us, -1, window_us)
+    first_probe = start // US_PER_HOUR + 1  # hour starts strictly inside (start, end): the span is in flight there
+    n_probes = np.clip(np.minimum((end - 1) // US_PER_HOUR, n_hours - 1) - first_probe + 1, 0, None)
+    crossing = np.repeat(np.arange(len(start)), n_probes)
+    within = np.arange(len(crossing)) - np.repeat(np.cumsum(n_probes) - n_probes, n_probes)
+    probe_us = (first_probe[crossing] + within) * US_PER_HOUR
+    span = window_us + 2  # times -1 .. window_us, shifted by one
+    if len(model) and (int(model.max()) + 1) * span * 4 >= 2**63:
+        raise ValueError(f"too many models ({int(model.max()) + 1}) for one window of {n_hours} h")
+    events = np.sort(np.concatenate([((model * span + end + 1) << 2) + _COMPLETION,
+                                     ((model[crossing] * span + probe_us + 1) << 2) + _PROBE,
+                                     ((model * span + start + 1) << 2) + _ARRIVAL]))
+    kind = events & 3
+    in_flight = np.cumsum(_DELTA[kind])  # every span adds one and removes one: sums restart at 0 per model
+    rest = events >> 2
+    event_model, times = rest // span, rest % span - 1
+    candidate = (kind != _COMPLETION) & (times >= 0) & (times < window_us)
+    cell = event_model[candidate] * n_hours + times[candidate] // US_PER_HOUR  # non-decreasing: events are sorted
+    counts = in_flight[candidate]
+    if not len(cell):
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    starts = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]]))
+    peak = np.maximum.reduceat(counts, starts)
+    keep = peak > 0
+    cells = cell[starts][keep]
+    return cells % n_hours, cells // n_hours, peak[keep]
+
+
+_COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2
+_DELTA = np.array([-1, 0, 1, 0], np.int64)  # change of the count in flight by event kind
+
+
 def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[tuple[int, int]]:
     """Cut hours ``[0, len(hour_rows))`` into consecutive windows ``[a, b)`` to roll up one at a time.
 
@@ -232,9 +304,14 @@ class WindowRollup:
     """Accumulates the rollups of the requests arriving in hours ``[first_hour_epoch, + n_hours)``.
 
     Feed it the batches of ``sql/int_profile_rows.sql`` with :meth:`add`, then read :meth:`traffic`,
-    :meth:`histogram` and :meth:`concurrency`. Memory is O(n_hours · models · bins) plus, with
-    ``in_flight``, 24 bytes per request with latency (model, arrival, completion) and the sweep's
-    per-second arrays, O(n_hours · 3600 · models).
+    :meth:`histogram` and :meth:`concurrency`.
+
+    Two ways to count, same tables. *Dense* (few models): every batch is counted at once with
+    ``bincount`` into arrays over (hour, model), (hour, model, bin) and (second, model): memory
+    O(n_hours · models · bins + n_hours · 3600 · models). *Sparse* (many models, where those arrays
+    would outgrow the rows): the window's rows are kept (about 50 bytes each) and counted at the end
+    over the (hour, model) cells that occur, by sorting; memory and time grow with the rows only.
+    With ``in_flight`` it also keeps 24 bytes per request with latency (model, arrival, completion).
 
     Parameters
     ----------
@@ -255,20 +332,24 @@ class WindowRollup:
     carried_spans : tuple of numpy.ndarray, optional
         ``(model, start_us, end_us)`` of requests still in flight when the window starts, from
         :meth:`open_spans` of the window before: the lookback, without reading those rows again.
+    dense : bool
+        Count in dense arrays (see above); ``False`` for many models.
     """
 
     def __init__(self, first_hour_epoch: int, n_hours: int, models: list[str], inv_ln_gamma: float,
                  *, in_flight: bool, arrivals_from_us: int | None = None,
-                 carried_spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+                 carried_spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, dense: bool = True) -> None:
         self.first_hour, self.n_hours, self.models = first_hour_epoch, n_hours, list(models)
-        self.inv_ln_gamma, self.in_flight = inv_ln_gamma, in_flight
+        self.inv_ln_gamma, self.in_flight, self.dense = inv_ln_gamma, in_flight, dense
         self.arrivals_from_us = first_hour_epoch * US_PER_HOUR if arrivals_from_us is None else arrivals_from_us
-        keys = n_hours * len(self.models)  # one key per (hour, model): hour-major
+        keys = n_hours * len(self.models) if dense else 0  # one key per (hour, model): hour-major
         self._status = np.zeros((keys, STATUS_CLASSES), np.int64)
         self._tokens = np.zeros((keys, 2), np.int64)
         self._time_sums_ms = np.zeros((keys, 2), np.float64)
-        self._per_second = np.zeros(n_hours * S_PER_HOUR * len(self.models), np.int64)
+        self._per_second = np.zeros(n_hours * S_PER_HOUR * len(self.models) if dense else 0, np.int64)
         self._bins = {m: np.zeros((keys, 0), np.int64) for m in METRICS}  # columns: bin + 1, grown on demand
+        self._rows: list[dict[str, np.ndarray]] = []  # sparse: the window's rows, counted at the end
+        self._cells: dict[str, np.ndarray] | None = None
         self._spans: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [carried_spans] if carried_spans else []
         self._token_bins = _TokenBins(inv_ln_gamma)
 
@@ -283,8 +364,13 @@ class WindowRollup:
             batch, ts_us, model = batch.filter(arrow.array(arriving)), ts_us[arriving], model[arriving]
             if not len(ts_us):
                 return
-        n_models, keys = len(self.models), len(self._status)
         second = ts_us // US_PER_S - self.first_hour * S_PER_HOUR  # since the window start
+        if not self.dense:
+            self._rows.append({"second": second, "model": model} | {
+                name: batch.column(name).to_numpy(zero_copy_only=False)
+                for name in ("status_class", "input_tokens", "output_tokens", *_TIMES)})
+            return
+        n_models, keys = len(self.models), len(self._status)
         self._per_second += np.bincount(second * n_models + model, minlength=len(self._per_second))
         key = second // S_PER_HOUR * n_models + model
         self._status += np.bincount(key * STATUS_CLASSES + batch.column("status_class").to_numpy(),
@@ -333,8 +419,24 @@ class WindowRollup:
     def _hours(self) -> np.ndarray:
         return (np.arange(self.n_hours, dtype=np.int64) + self.first_hour) * US_PER_HOUR
 
+    # ----------------------------------------------------------------------- tables
+
     def traffic(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_traffic_hourly`` for every (hour, model) with arrivals, and ``all_models``."""
+        c = self._dense_cells() if self.dense else self._sparse_cells()
+        status, requests = c["status"], c["status"].sum(axis=1)
+        return arrow.Table.from_arrays([
+            self._hour_array(c["hour"]), self._names(c["model"], all_models),
+            arrow.array(requests), arrow.array(requests - status[:, 0]),
+            arrow.array(requests - status[:, 1]), arrow.array(status[:, 0]),
+            arrow.array(c["tokens"][:, 0]), arrow.array(c["tokens"][:, 1]),
+            arrow.array(c["time_sums"][:, 0]), arrow.array(c["time_counts"][:, 0]),
+            arrow.array(c["time_sums"][:, 1]), arrow.array(c["time_counts"][:, 1]),
+            arrow.array(c["peak"].astype(np.int64)),
+        ], schema=TRAFFIC_SCHEMA)
+
+    def _dense_cells(self) -> dict[str, np.ndarray]:
+        """Per (hour, model) with arrivals, hour-major, the all-models index ``len(models)`` last in each hour."""
         n_models = len(self.models)
         seconds = self._per_second.reshape(self.n_hours, S_PER_HOUR, n_models)
         peak = np.concatenate([seconds.max(axis=1), seconds.sum(axis=2).max(axis=1)[:, None]], axis=1)
@@ -344,48 +446,137 @@ class WindowRollup:
                               ("time_counts", np.stack([self._bins[t].sum(axis=1) for t in _TIMES], axis=1))):
             by_model = per_key.reshape(self.n_hours, n_models, per_key.shape[1])
             columns[name] = np.concatenate([by_model, by_model.sum(axis=1, keepdims=True)], axis=1)
-        status = columns["status"]
-        requests = status.sum(axis=2)
-        hour_index, model_index = np.nonzero(requests)  # hour-major; model index n_models = all models
+        hour_index, model_index = np.nonzero(columns["status"].sum(axis=2))  # hour-major
         at = (hour_index, model_index)
-        return arrow.Table.from_arrays([
-            arrow.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
-            arrow.array(requests[at]), arrow.array(requests[at] - status[at][:, 0]),
-            arrow.array(requests[at] - status[at][:, 1]), arrow.array(status[at][:, 0]),
-            arrow.array(columns["tokens"][at][:, 0]), arrow.array(columns["tokens"][at][:, 1]),
-            arrow.array(columns["time_sums"][at][:, 0]), arrow.array(columns["time_counts"][at][:, 0]),
-            arrow.array(columns["time_sums"][at][:, 1]), arrow.array(columns["time_counts"][at][:, 1]),
-            arrow.array(peak[at].astype(np.int64)),
-        ], schema=TRAFFIC_SCHEMA)
+        return {"hour": hour_index, "model": model_index, "peak": peak[at]} | {k: v[at] for k, v in columns.items()}
+
+    def _sparse_rows(self) -> dict[str, np.ndarray]:
+        """The kept rows as one array per column (concatenated once, kept so), with ``hour`` and ``cell``."""
+        if self._cells is None:
+            empty = {"second": np.int64, "model": np.int64, "status_class": np.uint8, "input_tokens": np.int64,
+                     "output_tokens": np.int64, "ttft_ms": np.float64, "latency_ms": np.float64}
+            rows = {name: np.concatenate([r[name] for r in self._rows]) if self._rows else np.zeros(0, dtype)
+                    for name, dtype in empty.items()}
+            self._rows = []
+            rows["hour"] = rows["second"] // S_PER_HOUR
+            key = rows["hour"] * max(len(self.models), 1) + rows["model"]
+            rows["cells"] = np.unique(key)  # the (hour, model) pairs with arrivals, hour-major
+            rows["cell"] = np.searchsorted(rows["cells"], key)
+            self._cells = rows
+        return self._cells
+
+    def _sparse_cells(self) -> dict[str, np.ndarray]:
+        """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, then per hour."""
+        rows = self._sparse_rows()
+        n_models, n_cells = max(len(self.models), 1), len(rows["cells"])
+        parts = []
+        for key, n_keys, model in ((rows["cell"], n_cells, rows["cells"] % n_models),
+                                   (rows["hour"], self.n_hours, None)):  # per model, then all models
+            logged = {name: ~np.isnan(rows[name]) for name in _TIMES}
+            part = {
+                "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
+                                      minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
+                # float64 weights are exact below 2^53 tokens per window and key
+                "tokens": np.stack([np.bincount(key, weights=rows[t], minlength=n_keys).astype(np.int64)
+                                    for t in ("input_tokens", "output_tokens")], axis=1),
+                "time_sums": np.stack([np.bincount(key[logged[t]], weights=rows[t][logged[t]], minlength=n_keys)
+                                       for t in _TIMES], axis=1),
+                "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
+                "peak": _busiest_second(key, rows["second"] % S_PER_HOUR, n_keys),
+            }
+            if model is None:
+                part["hour"] = np.arange(self.n_hours)
+                part = {k: v[part["status"].sum(axis=1) > 0] for k, v in part.items()}
+                part["model"] = np.full(len(part["hour"]), len(self.models))
+            else:
+                part["hour"], part["model"] = rows["cells"] // n_models, model
+            parts.append(part)
+        order = np.lexsort([np.concatenate([p["model"] for p in parts]), np.concatenate([p["hour"] for p in parts])])
+        return {k: np.concatenate([p[k] for p in parts])[order] for k in parts[0]}
 
     def histogram(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
         parts = []
-        for metric, acc in self._bins.items():
-            by_model = acc.reshape(self.n_hours, len(self.models), acc.shape[1])
-            counts = np.concatenate([by_model, by_model.sum(axis=1, keepdims=True)], axis=1)
-            hour_index, model_index, column = np.nonzero(counts)
+        for metric in METRICS:
+            hour_index, model_index, column, counts = (self._dense_bins if self.dense else self._sparse_bins)(metric)
             parts.append(arrow.Table.from_arrays([
-                arrow.array(self._hours()[hour_index].astype("datetime64[us]")),
-                self._names(model_index, all_models),
+                self._hour_array(hour_index), self._names(model_index, all_models),
                 arrow.DictionaryArray.from_arrays(np.zeros(len(column), np.int32), [metric]).dictionary_decode(),
-                arrow.array((column - 1).astype(np.int16)), arrow.array(counts[hour_index, model_index, column]),
+                arrow.array((column - 1).astype(np.int16)), arrow.array(counts),
             ], schema=HISTOGRAM_SCHEMA))
         return arrow.concat_tables(parts)
+
+    def _dense_bins(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        acc = self._bins[metric]
+        by_model = acc.reshape(self.n_hours, len(self.models), acc.shape[1])
+        counts = np.concatenate([by_model, by_model.sum(axis=1, keepdims=True)], axis=1)
+        hour_index, model_index, column = np.nonzero(counts)
+        return hour_index, model_index, column, counts[hour_index, model_index, column]
+
+    def _sparse_bins(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The non-empty (hour, model, bin column) of one metric: per cell by sorting, of all models dense per hour."""
+        rows = self._sparse_rows()
+        values = rows[metric]
+        if metric in _TIMES:
+            logged = ~np.isnan(values)
+            cell, hour, column = rows["cell"][logged], rows["hour"][logged], log_bins(values[logged], self.inv_ln_gamma)
+        else:
+            cell, hour, column = rows["cell"], rows["hour"], self._token_bins(values)
+        column = column.astype(np.int64) + 1  # bin -1 -> column 0
+        width = int(column.max(initial=0)) + 1
+        codes, counts = np.unique(cell * width + column, return_counts=True)
+        cells = rows["cells"][codes // width]
+        n_models = max(len(self.models), 1)
+        by_hour = np.bincount(hour * width + column, minlength=self.n_hours * width)
+        all_code = np.flatnonzero(by_hour)
+        hour_index = np.concatenate([cells // n_models, all_code // width])
+        model_index = np.concatenate([cells % n_models, np.full(len(all_code), len(self.models))])
+        return hour_index, model_index, np.concatenate([codes % width, all_code % width]), np.concatenate(
+            [counts, by_hour[all_code]])
 
     def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
         if not self.in_flight:
             raise ValueError("this WindowRollup was made with in_flight=False: it kept no spans")
         model, start, end = self._all_spans()
-        peaks = peak_in_flight_by_model(model, start, end, len(self.models), self.first_hour, self.n_hours)
-        hour_index, model_index = np.nonzero(peaks)  # hour-major; model index n_models = all models
+        if self.dense:
+            peaks = peak_in_flight_by_model(model, start, end, len(self.models), self.first_hour, self.n_hours)
+            hour_index, model_index = np.nonzero(peaks)  # hour-major; model index n_models = all models
+            peak = peaks[hour_index, model_index]
+        else:
+            hour_index, model_index, peak = peak_in_flight_sparse(model, start, end, self.first_hour, self.n_hours)
+            every = peak_in_flight_by_model(np.zeros(len(model), np.int64), start, end, 1, self.first_hour,
+                                            self.n_hours)[:, 1]  # all models: one column, dense per second
+            busy = np.flatnonzero(every)
+            hour_index = np.concatenate([hour_index, busy])
+            model_index = np.concatenate([model_index, np.full(len(busy), len(self.models))])
+            peak = np.concatenate([peak, every[busy]])
         return arrow.Table.from_arrays([
-            arrow.array(self._hours()[hour_index].astype("datetime64[us]")), self._names(model_index, all_models),
-            arrow.array(peaks[hour_index, model_index]),
+            self._hour_array(hour_index), self._names(model_index, all_models), arrow.array(peak),
         ], schema=CONCURRENCY_SCHEMA)
+
+    def _hour_array(self, hour_index: np.ndarray) -> arrow.Array:
+        return arrow.array(self._hours()[hour_index].astype("datetime64[us]"))
 
     def _names(self, index: np.ndarray, all_models: str) -> arrow.Array:
         """Model names of model indices (``len(models)`` means ``all_models``), built in Arrow, not Python."""
         names = arrow.array([*self.models, all_models], arrow.string())
         return arrow.DictionaryArray.from_arrays(arrow.array(index, arrow.int32()), names).dictionary_decode()
+
+
+def _busiest_second(key: np.ndarray, second_of_hour: np.ndarray, n_keys: int) -> np.ndarray:
+    """Most arrivals in one second, per key (an hour or an (hour, model) cell): dense per (key, second)
+    when that array is small, else by sorting the codes."""
+    codes = key * S_PER_HOUR + second_of_hour
+    if n_keys * S_PER_HOUR <= _DENSE_SECONDS:
+        return np.bincount(codes, minlength=n_keys * S_PER_HOUR).reshape(n_keys, S_PER_HOUR).max(axis=1, initial=0)
+    codes, counts = np.unique(codes, return_counts=True)
+    peak = np.zeros(n_keys, np.int64)
+    if len(codes):
+        key = codes // S_PER_HOUR
+        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+        peak[key[starts]] = np.maximum.reduceat(counts, starts)
+    return peak
+
+
+_DENSE_SECONDS = 1 << 22  # (key, second) cells counted densely up to this many: 32 MiB of int64 [cells]

@@ -34,6 +34,7 @@ from capplan import sql
 from capplan.db import create_macros, memory_capped
 from capplan.profile.bins import HISTOGRAM_GAMMA
 from capplan.profile.counting import (
+    ALL_MODELS,
     CONCURRENCY_SCHEMA,
     HISTOGRAM_SCHEMA,
     S_PER_HOUR,
@@ -43,7 +44,6 @@ from capplan.profile.counting import (
 )
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
                                        require_requests, stored_rollup_version)
-from capplan.profile.schemas import ALL_MODELS
 
 ROLLUP_TABLES = ("fct_traffic_hourly", "fct_histogram_hourly", "fct_concurrency_hourly")
 """The roll-up tables a refresh writes (``sql/ddl_profile.sql``)."""
@@ -60,9 +60,15 @@ ROLLUP_WINDOW_ROWS = 500_000
 """Row budget of one window: bounds the rows, spans and sweep arrays held at once, so the roll-up's
 memory stays flat as the rows per day grow (an hour with more rows is a window of its own). [rows]"""
 ROLLUP_WINDOW_CELLS = 1 << 20
-"""Budget of seconds × (models + 1) per window: bounds the per-second arrays of the busiest second
-and the in-flight sweep (8 MiB each) when there are many models; 3 models keep 24-hour windows,
-300 models get 1-hour windows. [cells]"""
+"""Budget of seconds × (models + 1) of a window counted densely (``WindowRollup(dense=True)``): bounds
+its per-second arrays of the busiest second and the in-flight sweep (8 MiB each). 3 models keep
+24-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
+than 71 models) windows of up to ``ROLLUP_WINDOW_HOURS`` are counted sparsely, by sorting, in memory
+and time that grow with the rows, not with the models. [cells]"""
+DENSE_MIN_HOURS = 4
+"""Shortest window counted densely: with more models, counting sparsely is cheaper than scanning in
+ever shorter windows. [hours]"""
+_MODELS_VIEW = "profile_models"
 ROLLUP_MEMORY_LIMIT_MIB = 256
 """DuckDB ``memory_limit`` held during a refresh [MiB]: DuckDB keeps every block a scan reads until
 the limit (80 % of RAM by default), so without it a full rebuild's memory grows with the table."""
@@ -211,9 +217,9 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
              ) -> list[tuple[datetime, datetime]]:
     """``[start_utc, end_utc)`` cut into windows by :func:`~capplan.profile.counting.plan_windows`.
 
-    A window holds at most ``ROLLUP_WINDOW_HOURS`` hours, fewer with many models so that the
-    per-second arrays (seconds × models) stay within ``ROLLUP_WINDOW_CELLS``, and about
-    ``ROLLUP_WINDOW_ROWS`` rows.
+    A window holds at most ``ROLLUP_WINDOW_HOURS`` hours, fewer with a few dozen models so that the
+    dense per-second arrays (seconds × models) stay within ``ROLLUP_WINDOW_CELLS`` (many models are
+    counted sparsely instead), and about ``ROLLUP_WINDOW_ROWS`` rows.
     """
     if start_utc >= end_utc:
         return []
@@ -221,7 +227,8 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
     hour_rows = np.zeros(_ceil_hour_epoch(end_utc) - first_hour, np.int64)
     counts = con.execute(sql.load("int_profile_hour_rows"), _rollup_params(start_utc, end_utc)).fetchnumpy()
     hour_rows[counts["hour_epoch"] - first_hour] = counts["rows"]
-    max_hours = max(1, min(ROLLUP_WINDOW_HOURS, ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))))
+    dense_hours = ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))
+    max_hours = min(ROLLUP_WINDOW_HOURS, dense_hours) if dense_hours >= DENSE_MIN_HOURS else ROLLUP_WINDOW_HOURS
     bounds = [(_EPOCH + (first_hour + a) * _HOUR, _EPOCH + (first_hour + b) * _HOUR)
               for a, b in plan_windows(hour_rows, max_hours, ROLLUP_WINDOW_ROWS)]
     return [(max(a, start_utc), min(b, end_utc)) for a, b in bounds]
@@ -242,18 +249,25 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
     inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
     create_macros(con)  # the status classes use sli_valid/sli_success; con may be any connection
     query = sql.load("int_profile_rows")
-    carried = None
-    for start, end in _windows(con, start_utc, end_utc, len(models)):
-        first_hour = _hour_epoch(start)
-        rollup = WindowRollup(first_hour, _ceil_hour_epoch(end) - first_hour, models, inv_ln_gamma,
-                              in_flight=in_flight, arrivals_from_us=_epoch_us(start), carried_spans=carried)
-        reach_us = lookback_us if carried is None else 0
-        params = _rollup_params(start, end) | {"lookback_us": reach_us, "models": models}
-        for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
-            rollup.add(batch)
-        if in_flight:
-            carried = rollup.open_spans(_epoch_us(end))
-        yield rollup
+    con.register(_MODELS_VIEW, arrow.table({"model": arrow.array(models, arrow.string()),
+                                            "model_index": arrow.array(np.arange(len(models)), arrow.int32())}))
+    try:
+        carried = None
+        for start, end in _windows(con, start_utc, end_utc, len(models)):
+            first_hour = _hour_epoch(start)
+            n_hours = _ceil_hour_epoch(end) - first_hour
+            rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
+                                  arrivals_from_us=_epoch_us(start), carried_spans=carried,
+                                  dense=n_hours * S_PER_HOUR * (len(models) + 1) <= ROLLUP_WINDOW_CELLS)
+            reach_us = lookback_us if carried is None else 0
+            params = _rollup_params(start, end) | {"lookback_us": reach_us}
+            for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
+                rollup.add(batch)
+            if in_flight:
+                carried = rollup.open_spans(_epoch_us(end))
+            yield rollup
+    finally:
+        con.unregister(_MODELS_VIEW)
 
 
 def _hour_runs(hours: Iterable[datetime]) -> list[tuple[datetime, datetime]]:

@@ -10,10 +10,8 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.typing import Series
 
-from capplan.profile.counting import METRICS  # noqa: F401 - the metrics with a histogram, defined once
+from capplan.profile.counting import ALL_MODELS, METRICS  # noqa: F401 - defined once, beside the writer
 
-ALL_MODELS = "__all__"
-"""The ``model`` of the rows that hold all models together."""
 GRAINS = ("hour", "day", "week", "month")
 """Period lengths of the histogram readers; weeks start on Monday, all in UTC."""
 EMPTY_HOURS = ("missing", "zero")

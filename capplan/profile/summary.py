@@ -33,10 +33,12 @@ def _token_stats(con, model, since) -> dict[str, dict[str, dict[str, float | Non
     long = histogram_quantiles(con, ("input_tokens", "output_tokens"), TOKEN_QUANTILES, "all", model, since)
     sums = period_token_sums(con, "all", model, since)
     stats: dict[str, dict] = {}
+    empty = long.iloc[:0]
+    by_key = dict(iter(long.groupby(["model", "metric"], sort=False)))  # one pass: thousands of models are real
     for row in sums.itertuples():
         stats[row.model] = {"requests": int(row.requests)}
         for metric in ("input_tokens", "output_tokens"):
-            mine = long[(long["model"] == row.model) & (long["metric"] == metric)]
+            mine = by_key.get((row.model, metric), empty)
             entry = {"mean": _num(getattr(row, f"{metric}_sum") / row.requests) if row.requests else None}
             entry |= {f"p{round(q * 100)}": _num(v) for q, v in zip(mine["q"], mine["value"], strict=True)}
             stats[row.model][metric] = entry

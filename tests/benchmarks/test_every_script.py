@@ -32,7 +32,7 @@ CASES = {
     "profile": (["benchmarks/profile.py", "--days", "2", "--requests-per-day", "2000", "--repeat", "1",
                  "--workdir", "{tmp}"], "one day / full rebuild"),
     "run_all": (["benchmarks/run_all.py", "--sizes", "20K", "--sections", "ingest,profile", "--workdir", "{tmp}"],
-                "refresh_rollups(full)"),
+                "capplan profile --rebuild"),
     "plan": (["benchmarks/plan.py", "--repeat", "1"], "plan_over_empty_flow"),
     "cli_startup": (["benchmarks/cli_startup.py", "--rounds", "1"], "capplan size (golden case)"),
     "perf_model": (["benchmarks/perf_model.py", "--quick"], "dense max-throughput"),

@@ -20,6 +20,7 @@ from capplan.profile.counting import (
     _TokenBins,
     log_bins,
     peak_in_flight_by_model,
+    peak_in_flight_sparse,
     plan_windows,
 )
 from capplan.sample import SampleSpec, generate_day
@@ -80,17 +81,19 @@ def day() -> pd.DataFrame:
     return rows
 
 
-def _roll(frame: pd.DataFrame, cuts: list[int]) -> WindowRollup:
+def _roll(frame: pd.DataFrame, cuts: list[int], dense: bool = True) -> WindowRollup:
     models = sorted(frame["model"].unique())
-    rollup = WindowRollup(T0_HOUR, 24, models, INV_LN_GAMMA, in_flight=True)
+    rollup = WindowRollup(T0_HOUR, 24, models, INV_LN_GAMMA, in_flight=True, dense=dense)
     for a, b in zip([0, *cuts], [*cuts, len(frame)]):
         rollup.add(_rows(frame.iloc[a:b], models))
     return rollup
 
 
-def test_window_counts_match_pandas(day):
-    """Counts, sums, busiest second and every histogram bin, against a pandas group-by."""
-    got = _roll(day, [7_000]).traffic(profile.ALL_MODELS).to_pandas().set_index(["hour_utc", "model"]).sort_index()
+@pytest.mark.parametrize("dense", [True, False])
+def test_window_counts_match_pandas(day, dense):
+    """Counts, sums, busiest second and every histogram bin, against a pandas group-by; counted densely
+    (few models) or sparsely (many models), the same."""
+    got = _roll(day, [7_000], dense).traffic(profile.ALL_MODELS).to_pandas().set_index(["hour_utc", "model"]).sort_index()
     both = pd.concat([day, day.assign(model=profile.ALL_MODELS)], ignore_index=True)
     both["hour_utc"] = both["ts_utc"].dt.floor("h").astype("datetime64[us]")
     g = both.groupby(["hour_utc", "model"])
@@ -102,7 +105,7 @@ def test_window_counts_match_pandas(day):
     np.testing.assert_allclose(got["latency_ms_sum"], g["latency_ms"].sum(), rtol=1e-12)
     peak = both.assign(second=both["ts_utc"].dt.floor("s")).groupby(["hour_utc", "model", "second"]).size()
     np.testing.assert_array_equal(got["peak_second_requests"], peak.groupby(["hour_utc", "model"]).max())
-    hist = _roll(day, []).histogram(profile.ALL_MODELS).to_pandas()
+    hist = _roll(day, [], dense).histogram(profile.ALL_MODELS).to_pandas()
     for metric in ("output_tokens", "ttft_ms"):
         values = both.dropna(subset=[metric])
         want = values.assign(bin=log_bins(values[metric].to_numpy(float), INV_LN_GAMMA)).groupby(
@@ -115,10 +118,11 @@ def test_window_counts_match_pandas(day):
 @settings(max_examples=8, deadline=None)
 @given(cuts=st.lists(st.integers(1, 19_000), max_size=4, unique=True))
 def test_batches_do_not_change_the_result(day, cuts):
-    """However the rows are cut into batches, every table is the same (integer counts exactly)."""
-    whole, cut = _roll(day, []), _roll(day, sorted(cuts))
+    """However the rows are cut into batches, and whether counted densely or sparsely, every table is
+    the same (integer counts exactly, float sums to 1e-12)."""
+    whole, cut = _roll(day, []), _roll(day, sorted(cuts), dense=False)
     for name in ("traffic", "histogram", "concurrency"):
-        a, b = getattr(whole, name)(profile.ALL_MODELS), getattr(cut, name)(profile.ALL_MODELS)
+        a, b = (_sorted(getattr(r, name)(profile.ALL_MODELS)) for r in (whole, cut))
         for column in a.column_names:
             if a.schema.field(column).type == arrow.float64():
                 np.testing.assert_allclose(a[column].to_numpy(), b[column].to_numpy(), rtol=1e-12)
@@ -126,14 +130,21 @@ def test_batches_do_not_change_the_result(day, cuts):
                 assert a[column].equals(b[column]), (name, column)
 
 
-def test_lookback_rows_feed_only_the_sweep():
+def _sorted(table: arrow.Table) -> arrow.Table:
+    """Rows in one order whichever way they were counted (the dense and sparse paths order bins differently)."""
+    keys = [c for c in ("hour_utc", "model", "metric", "bin") if c in table.column_names]
+    return table.sort_by([(k, "ascending") for k in keys])
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_lookback_rows_feed_only_the_sweep(dense):
     """A request arriving before the window and still running counts in flight, not as an arrival."""
     frame = pd.DataFrame({
         "ts_utc": pd.to_datetime(["2025-12-31 23:59:59.000", "2026-01-01 00:00:00.500", "2026-01-01 00:10:00.000"]),
         "input_tokens": [1, 2, 3], "output_tokens": [1, 1, 1], "model": ["a", "b", "a"], "status": [200, 503, 404],
         "ttft_ms": [1.0, 1.0, 1.0], "latency_ms": [2_000.0, 10.0, np.nan],
     })
-    rollup = WindowRollup(T0_HOUR, 1, ["a", "b"], INV_LN_GAMMA, in_flight=True)
+    rollup = WindowRollup(T0_HOUR, 1, ["a", "b"], INV_LN_GAMMA, in_flight=True, dense=dense)
     rollup.add(_rows(frame, ["a", "b"]))
     traffic = rollup.traffic(profile.ALL_MODELS).to_pylist()
     assert [(r["model"], r["requests"], r["errors"], r["valid_events"], r["success_events"]) for r in traffic] == [
@@ -156,8 +167,9 @@ def test_concurrency_needs_the_spans():
         rollup.concurrency(profile.ALL_MODELS)
 
 
-def test_empty_window_gives_empty_tables():
-    rollup = WindowRollup(T0_HOUR, 3, [], INV_LN_GAMMA, in_flight=True)
+@pytest.mark.parametrize("dense", [True, False])
+def test_empty_window_gives_empty_tables(dense):
+    rollup = WindowRollup(T0_HOUR, 3, [], INV_LN_GAMMA, in_flight=True, dense=dense)
     assert rollup.traffic("x").num_rows == rollup.histogram("x").num_rows == rollup.concurrency("x").num_rows == 0
     assert US_PER_HOUR == 3_600 * 1_000_000
 
@@ -215,6 +227,22 @@ def test_peak_in_flight_by_model_matches_brute_force(spans, unit_us):
             instants = [lo] + [t for t in s_ if lo <= t < hi]
             want = max(int(np.sum((s_ <= t) & (e_ > t))) for t in instants)
             assert got[hour, column] == want, (hour, column)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=st.lists(_SPAN, max_size=60), unit_us=st.sampled_from([1_000, 1_000_000, 60_000_000]))
+def test_peak_in_flight_sparse_matches_the_dense_sweep(spans, unit_us):
+    """The sort-based sweep of many models gives, per model, the dense sweep's (brute-force-tested) peaks;
+    in minutes, spans cross several hour starts and start or end exactly on them."""
+    start = np.array([s for s, _, _ in spans], dtype=np.int64) * unit_us + _BASE_HOUR * US_PER_HOUR
+    end = start + np.array([d for _, d, _ in spans], dtype=np.int64) * unit_us
+    model = np.array([m for _, _, m in spans], dtype=np.int64)
+    dense = peak_in_flight_by_model(model, start, end, 3, _BASE_HOUR, 3)[:, :3]
+    hour, column, peak = peak_in_flight_sparse(model, start, end, _BASE_HOUR, 3)
+    got = np.zeros_like(dense)
+    got[hour, column] = peak
+    np.testing.assert_array_equal(got, dense)
+    assert (peak > 0).all() and len(set(zip(hour, column))) == len(peak)  # one row per (hour, model) in flight
 
 
 @example(spans=[(0, 0), (10800, 1)])  # an arrival exactly at the window end counts in no hour

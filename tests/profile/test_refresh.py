@@ -5,6 +5,7 @@ Incremental refresh, full rebuild and merged partitions must give identical roll
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 import duckdb
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from capplan import profile
 from capplan.db import connect
 from capplan.profile import refresh
+from capplan.profile.counting import log_bins
 
 
 def test_refresh_is_incremental_and_idempotent(con, insert_rows, golden):
@@ -202,3 +204,58 @@ def test_rollups_merge_over_any_hour_aligned_split(rows, split_hour):
     assert (traffic["peak_second_requests"] <= traffic["requests"]).all()
     assert (everything["peak_second_requests"] >= by_model["peak_second_requests"].max()).all()
     assert int(everything["requests"].sum()) == len(rows)
+
+
+@pytest.mark.slow
+def test_more_models_than_a_smallint_holds(con):
+    """70,000 distinct models (LoRA adapters, tenants), a few with many rows in one second: every figure
+    exact against a direct pandas computation over the raw rows (the model index was a 16-bit integer)."""
+    rng = np.random.default_rng(7)
+    n_models, extra = 70_000, 6_000
+    model = np.concatenate([np.arange(n_models), rng.integers(0, 50, extra)])  # models 0..49 are busy
+    offset_ms = np.concatenate([rng.integers(0, 3 * 3_600_000, n_models), rng.integers(0, 2_000, extra)])
+    latency = rng.choice([np.nan, 5.0, 900.0, 4_000_000.0], len(model))  # up to 67 min: across hour starts
+    con.register("raw_rows", pd.DataFrame({
+        "ts_utc": (pd.Timestamp("2026-03-01") + pd.to_timedelta(offset_ms, "ms")).astype("datetime64[us]"),
+        "input_tokens": rng.integers(0, 9_000, len(model)), "output_tokens": rng.integers(0, 900, len(model)),
+        "model": [f"m{m:05d}" for m in model], "status": rng.choice([200, 200, 404, 429, 500], len(model)),
+        "ttft_ms": np.where(np.isnan(latency), np.nan, 1.5), "latency_ms": latency, "file_id": 1}))
+    con.execute("insert into request_rows by name select * from raw_rows")
+    profile.refresh_rollups(con)
+    got = con.sql("select * from fct_traffic_hourly order by hour_utc, model").df()
+    raw = con.sql("select * from requests").df()
+    both = pd.concat([raw, raw.assign(model=profile.ALL_MODELS)], ignore_index=True)
+    both["hour_utc"] = both["ts_utc"].dt.floor("h")
+    g = both.groupby(["hour_utc", "model"])
+    assert got["model"].nunique() == n_models + 1
+    assert got.set_index(["hour_utc", "model"]).index.equals(g.size().index)
+    np.testing.assert_array_equal(got["requests"], g.size())
+    np.testing.assert_array_equal(got["errors"], (~both["status"].between(200, 299)).groupby(
+        [both["hour_utc"], both["model"]]).sum())
+    np.testing.assert_array_equal(got["input_tokens_sum"], g["input_tokens"].sum())
+    np.testing.assert_array_equal(got["latency_count"], g["latency_ms"].count())
+    np.testing.assert_allclose(got["latency_ms_sum"], g["latency_ms"].sum(), rtol=1e-12)
+    peak = both.assign(second=both["ts_utc"].dt.floor("s")).groupby(["hour_utc", "model", "second"]).size()
+    np.testing.assert_array_equal(got["peak_second_requests"], peak.groupby(["hour_utc", "model"]).max())
+    assert got["peak_second_requests"].max() > 1  # the busy models' seconds
+    # histograms: every (hour, model, bin) of input tokens and latency, against numpy's bins of the raw rows
+    hist = con.sql("select * from fct_histogram_hourly").df()
+    for metric in ("input_tokens", "latency_ms"):
+        values = both.dropna(subset=[metric])
+        want = values.assign(bin=log_bins(values[metric].to_numpy(float), 1 / math.log(profile.HISTOGRAM_GAMMA)))
+        want = want.groupby(["hour_utc", "model", "bin"]).size().rename("count").reset_index()
+        mine = hist[hist["metric"] == metric].drop(columns="metric").sort_values(["hour_utc", "model", "bin"])
+        pd.testing.assert_frame_equal(mine.reset_index(drop=True), want, check_dtype=False)
+    # in flight per model: the most spans covering an hour start or an arrival of the model in the hour
+    spans = raw[raw["latency_ms"] > 0].assign(end=lambda f: f["ts_utc"] + pd.to_timedelta(f["latency_ms"], "ms"))
+    hour_starts = [pd.DataFrame({"model": spans["model"], "t": spans["ts_utc"].dt.floor("h") + pd.Timedelta(hours=k),
+                                 "end": spans["end"]}) for k in (1, 2)]  # a span crosses at most two
+    instants = pd.concat([spans[["model", "ts_utc"]].rename(columns={"ts_utc": "t"}),
+                          *[h[h["t"] < h["end"]].drop(columns="end") for h in hour_starts]]).drop_duplicates()
+    pairs = instants.merge(spans[["model", "ts_utc", "end"]], on="model")
+    pairs = pairs[(pairs["ts_utc"] <= pairs["t"]) & (pairs["end"] > pairs["t"])]
+    want = (pairs.groupby(["model", "t"]).size().rename("n").reset_index()
+            .assign(hour_utc=lambda f: f["t"].dt.floor("h")).groupby(["hour_utc", "model"])["n"].max())
+    mine = (con.sql("select * from fct_concurrency_hourly where model <> '__all__'").df()
+            .set_index(["hour_utc", "model"])["concurrency_peak"].sort_index())
+    pd.testing.assert_series_equal(mine, want.sort_index(), check_names=False, check_dtype=False)
