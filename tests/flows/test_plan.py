@@ -2,8 +2,9 @@
 
 The report's numbers are checked against the stage functions called directly
 (``sizing.fleet.size_fleet``, ``capplan.sizing.cost.plan.plan_range``) on the same
-inputs: the forecast the run wrote (``forecast.csv``) and the request mix
-measured from the same database.
+inputs: the forecast the run wrote (``forecast.csv``), the request mix
+measured from the same database and the pool's sizing record (its throughput modelled
+from that mix, :func:`capplan.plan.pools.pool_fleet_spec`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from capplan.profile import hourly_traffic
 from capplan.flows import tasks
 from capplan.flows.plan import monthly_capacity_plan
 from capplan.plan.inputs import measure_inputs
+from capplan.plan.pools import pool_fleet_spec, resolve_pools
 from capplan.sizing.cost.plan import plan_range
 from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import size_fleet
@@ -41,7 +43,9 @@ def _stage_results(cfg, folder, model):
     with connect(cfg.database.path, read_only=True) as con:
         hourly = hourly_traffic(con, model=model)
         m = measure_inputs(con, hourly, cfg, models=[model])
-    spec = cfg.sizing.fleet_spec(model=model)  # the [sizing] record with the pool's architecture
+    pool = next(p for p in resolve_pools(cfg, list(MODELS)) if p.name == model)
+    spec = pool_fleet_spec(cfg, pool, measured=m)  # [sizing] with the pool's architecture, throughput modelled
+    assert spec.throughput_source == "modelled"
 
     def fleet(qps: float) -> int:
         return size_fleet(peak_qps=qps, latency_s=m.latency_s, output_tokens_per_request=m.output_tokens_per_request,
@@ -71,7 +75,7 @@ def test_each_pools_budget_equals_the_stage_functions(planned_report, model):
     rows = budget[budget["Pool"] == model]
     planned, gpus, costs = _stage_results(cfg, folder, model)
     assert rows["Month"].tolist() == planned == [folder.name, str(pd.Period(folder.name) + 1)]
-    assert (rows["GPU type"] == cfg.sizing.gpu).all() and (rows["Throughput source"] == "assumed").all()
+    assert (rows["GPU type"] == cfg.sizing.gpu).all() and (rows["Throughput source"] == "modelled").all()
     assert rows["GPUs P50"].tolist() == gpus["P50"].astype(int).tolist()
     assert rows["GPUs P90"].tolist() == gpus["P90"].astype(int).tolist()
     for level, column in (("P50", "Total cost [USD]"), ("P10", "Total cost P10 [USD]"), ("P90", "Total cost P90 [USD]")):
@@ -128,6 +132,12 @@ def test_report_folder_holds_every_output_and_the_resolved_config(planned_report
     assert resolved == cfg
     md = (folder / "report.md").read_text()
     assert "## Assumptions" in md and "| measured |" in md and "| assumed |" in md
+    for model in MODELS:  # each pool's settings and throughput source are rows of the assumptions table
+        assert re.search(rf"\| {re.escape(model)}: throughput per GPU \| [\d,.]+ \| tokens/\(s·GPU\) \| modelled \|", md)
+        assert f"| {model}: zones\\_lost |" in md and f"| {model}: throughput batch |" in md
+    with connect(cfg.database.path, read_only=True) as con:  # the history records the source the plan used
+        sources = con.execute("select distinct throughput_source from plan_months where pool <> '__fleet__'").fetchall()
+    assert sources == [("modelled",)]
 
 
 def _artifacts(key: str) -> list:
