@@ -211,7 +211,7 @@ class PoolConfig(_Section):
     ttft_ms_max: float | None = Field(
         None, gt=0, description="Mean time to first token the operating batch must meet (performance model) and "
                                 "the TTFT a load test is judged at; default: the smallest ttft_threshold_ms of the "
-                                "[[slos]] covering the pool's models.", json_schema_extra={"unit": "ms"})
+                                "[[slos]] covering the pool's models, else [profile].ttft_threshold_ms.", json_schema_extra={"unit": "ms"})
     tpot_ms_max: float | None = Field(
         None, gt=0, description="Mean time per output token the operating batch must meet; default: none.",
         json_schema_extra={"unit": "ms"})

@@ -185,15 +185,16 @@ def pool_latency_targets(cfg: CapplanConfig, pool: Pool) -> tuple[float | None, 
     """``(ttft_ms_max, tpot_ms_max)`` of ``pool``: its own, else TTFT from the SLOs that cover its models. [ms]
 
     The TTFT target is the pool's ``ttft_ms_max``, else the smallest ``ttft_threshold_ms`` of the
-    ``[[slos]]`` whose ``model`` is one of the pool's log models or unset (every model); ``None``
-    when nothing sets one. TPOT has no SLO field: only the pool's ``tpot_ms_max``.
+    ``[[slos]]`` whose ``model`` is one of the pool's log models or unset (every model), else
+    ``[profile].ttft_threshold_ms`` (what the profile calls a good request; the default of
+    ``capplan loadtest show`` too). TPOT has no SLO field: only the pool's ``tpot_ms_max``.
     """
     if pool.ttft_ms_max is not None:
         ttft = pool.ttft_ms_max
     else:
         covering = [s.ttft_threshold_ms for s in cfg.slos
                     if s.ttft_threshold_ms is not None and (s.model is None or s.model in pool.models)]
-        ttft = min(covering) if covering else None
+        ttft = min(covering) if covering else cfg.profile.ttft_threshold_ms
     return ttft, pool.tpot_ms_max
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from capplan.db import connect
 from capplan.profile import hourly_traffic
 from capplan.flows import tasks
 from capplan.flows.plan import monthly_capacity_plan
+from capplan.loadtest.store import import_file
 from capplan.plan.inputs import measure_inputs
 from capplan.plan.pools import pool_fleet_spec, resolve_pools
 from capplan.sizing.cost.plan import plan_range
@@ -193,3 +195,36 @@ def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_pla
     # the ingest flow creates the tables and refreshes (nothing to do); reading finds no traffic
     assert failed and failed[0][0] == "profile" and "ingest logs first" in failed[0][2]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_load_test_imported_for_one_pool_makes_it_measured_and_its_gpus_follow(
+        planned_report, plan_logs, write_plan_config, write_vllm_sweep, tmp_path):
+    """The fixture's logs and config again, plus a clean sweep imported (as ``capplan loadtest import --pool``
+    does) for pool llama-3.1-8b, 1 x H100 (its TP), at the pool's own measured mix (so no token_mix flag).
+
+    No SLO sets a TTFT, so the sweep is judged at [profile].ttft_threshold_ms = 2,000 ms at p99: 1,000, 1,500,
+    2,500, 4,000 ms at 0.01..0.04 requests/s cross it halfway from 0.02 to 0.03, a capacity of 0.025
+    requests/s × the mean output tokens per GPU — far below the model's — so that pool is measured and needs
+    more GPUs than in the fixture's plan, month by month; the other pools stay modelled and unchanged.
+    """
+    folder0, cfg0 = planned_report
+    pool = "llama-3.1-8b"
+    with connect(cfg0.database.path, read_only=True) as con:
+        mix = measure_inputs(con, hourly_traffic(con, model=pool), cfg0, models=[pool])
+    cfg = load_config(write_plan_config(tmp_path, plan_logs))
+    with connect(cfg.database.path) as con:
+        for path in write_vllm_sweep(tmp_path, input_tokens=mix.input_tokens_per_request,
+                                     output_tokens=mix.output_tokens_per_request, rates=(0.01, 0.02, 0.03, 0.04),
+                                     p99_ttft_ms=(1000.0, 1500.0, 2500.0, 4000.0)):
+            import_file(con, path, pool=pool)
+    folder = Path(monthly_capacity_plan(cfg))
+    new, old = (pd.read_csv(f / "budget.csv").set_index(["Pool", "Month"]) for f in (folder, folder0))
+    assert (new.loc[pool, "Throughput source"] == "measured").all()
+    assert (new.loc[pool, "GPUs P50"] > old.loc[pool, "GPUs P50"]).all()
+    for other in ("llama-3.1-70b", "qwen2.5-7b"):
+        assert (new.loc[other, "Throughput source"] == "modelled").all()
+        assert new.loc[other, "GPUs P50"].tolist() == old.loc[other, "GPUs P50"].tolist()
+    md = (folder / "report.md").read_text()
+    rate = re.search(rf"\| {re.escape(pool)}: throughput per GPU \| ([\d,.]+) \| tokens/\(s·GPU\) \| measured \|", md)
+    assert float(rate.group(1).replace(",", "")) == pytest.approx(0.025 * mix.output_tokens_per_request, rel=0.01)
+    assert f"| {pool}: throughput load test | " in md and "sweep-" in md

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -114,34 +113,18 @@ def test_auto_equals_planning_every_option_and_keeping_the_cheapest(cfg, measure
     assert np.isclose(planned.costs["P50"].total().total_cost_usd, best)
 
 
-def _vllm_sweep(folder, input_tokens: float = 800.0) -> list:
-    """Five ``vllm bench serve`` results of one replica (1 x H100, TP 1, no GPU named in the files) at 1..5
-    requests/s, 250 output tokens a request; p99 TTFT 500, 800, 900, 1,200, 1,500 ms crosses 1,000 ms a third of
-    the way from 3 to 4 requests/s."""
-    paths = []
-    for i, (rate, ttft) in enumerate(zip(range(1, 6), (500.0, 800.0, 900.0, 1200.0, 1500.0), strict=True)):
-        path = folder / f"sweep-{input_tokens:g}-{rate}.json"
-        path.write_text(json.dumps({
-            "model_id": "llama", "request_rate": float(rate), "burstiness": 1.0, "max_concurrency": None,
-            "duration": 200.0, "completed": 200 * rate, "failed": 0, "total_input_tokens": 200 * rate * input_tokens,
-            "total_output_tokens": 200 * rate * 250, "request_throughput": float(rate),
-            "output_throughput": rate * 250.0, "mean_ttft_ms": ttft / 2, "median_ttft_ms": ttft / 2,
-            "p99_ttft_ms": ttft, "mean_tpot_ms": 15.0, "p99_tpot_ms": 20.0, "mean_e2el_ms": ttft / 2 + 15.0 * 249,
-            "tp": 1, "date": f"20261101-0{i}0000"}))
-        paths.append(path)
-    return paths
-
-
-def _load_tests(tmp_path, input_tokens: float = 800.0):
-    """The sweep imported with the importer ``capplan loadtest import`` uses, read back as the plan reads it."""
+def _load_tests(tmp_path, write_vllm_sweep, input_tokens: float = 800.0):
+    """Five vLLM results of one replica (1 x H100, TP 1, no GPU named) at 1..5 requests/s, 250 output tokens a
+    request; p99 TTFT 500, 800, 900, 1,200, 1,500 ms crosses 1,000 ms a third of the way from 3 to 4 requests/s.
+    Imported with the importer ``capplan loadtest import`` uses, read back as the plan reads it."""
     con = connect(str(tmp_path / "lt.duckdb"))
-    for path in _vllm_sweep(tmp_path, input_tokens):
+    for path in write_vllm_sweep(tmp_path, input_tokens=input_tokens):
         import_file(con, path, pool="a")
     return load_tests_for_plan(con, ["a"])
 
 
 def test_a_load_test_of_one_pool_makes_its_throughput_measured_and_its_gpus_follow(cfg, measured, flat_forecast,
-                                                                                    tmp_path):
+                                                                                    tmp_path, write_vllm_sweep):
     """Pool *a* (8B on 1 x H100, TTFT target 1,000 ms) with a clean sweep imported; pool *b* the same without.
 
     Measured capacity: 3 + 1/3 requests/s × 250 output tokens = **833.3 tokens/s per GPU** (one replica of one
@@ -152,25 +135,26 @@ def test_a_load_test_of_one_pool_makes_its_throughput_measured_and_its_gpus_foll
     settings = {k: v for k, v in SIMPLE.items() if k not in ("gpu_output_tokens_per_s", "seqs_per_gpu")}
     pool = _pool("a", settings=settings, ttft_ms_max=1000.0)
     fc = flat_forecast("2026-12-01", 31 * 24, 8.0)
-    with_test = plan_pool(cfg, pool, fc, MONTHS, measured, load_tests=_load_tests(tmp_path))
+    with_test = plan_pool(cfg, pool, fc, MONTHS, measured, load_tests=_load_tests(tmp_path, write_vllm_sweep))
     without = plan_pool(cfg, pool, fc, MONTHS, measured)
     assert with_test.throughput_source == "measured" and without.throughput_source == "modelled"
     assert with_test.spec.gpu_output_tokens_per_s == pytest.approx(2500.0 / 3)
     first = with_test.sized.first_p50
     assert (first.total_gpus, first.binding_constraint, first.gpus_for_prefill) == (8, "throughput", 0.0)
-    assert "sweep-800-1.json" in with_test.spec.throughput_note and "taken as the pool's" in with_test.spec.throughput_note
+    assert "sweep-800-0.json" in with_test.spec.throughput_note and "taken as the pool's" in with_test.spec.throughput_note
     assert without.spec.gpu_output_tokens_per_s > 833.4
     assert without.sized.first_p50.total_gpus < first.total_gpus
     row = pool_rows(with_test, MONTHS)[0]
     assert row["throughput_source"] == "measured" and row["gpus_p50"] == 8
 
 
-def test_a_load_test_at_another_mix_is_calibrated_to_the_pools_mix(cfg, measured, flat_forecast, tmp_path):
+def test_a_load_test_at_another_mix_is_calibrated_to_the_pools_mix(cfg, measured, flat_forecast, tmp_path,
+                                                                   write_vllm_sweep):
     """The same sweep at 2,000 input tokens (the pool's mix is 800: the token_mix flag): the model, scaled by
     measured / model at the test's mix, evaluated at the pool's mix."""
     pool = _pool("a", settings={}, ttft_ms_max=1000.0)
     plan = plan_pool(cfg, pool, flat_forecast("2026-12-01", 48, 8.0), MONTHS, measured,
-                     load_tests=_load_tests(tmp_path, input_tokens=2000.0))
+                     load_tests=_load_tests(tmp_path, write_vllm_sweep, input_tokens=2000.0))
     assert plan.throughput_source == "calibrated"
     at = {mix: modelled_throughput(plan.spec.model, plan.spec.gpu, 1, "bf16", mix, 250.0, ttft_ms_max=1000.0)
           for mix in (800.0, 2000.0)}

@@ -115,7 +115,7 @@ def test_latency_targets_are_the_pools_own_else_the_tightest_slo_over_its_models
     assert pool_latency_targets(cfg, a) == (1500.0, None)   # its model's SLO is tighter than the all-model one
     assert pool_latency_targets(cfg, b) == (300.0, 25.0)    # its own targets win
     assert pool_latency_targets(cfg, c) == (5000.0, None)   # only the all-model SLO covers z
-    assert pool_latency_targets(parse_config({}), c) == (None, None)
+    assert pool_latency_targets(parse_config({"profile": {"ttft_threshold_ms": 900.0}}), c) == (900.0, None)
 
 
 def test_with_a_measured_mix_the_spec_is_modelled_on_the_tp_it_uses_and_a_flat_rate_stays_given(measured):
