@@ -208,6 +208,13 @@ class PoolConfig(_Section):
     latency_target_s: float | None = Field(
         None, gt=0, description="Mean latency at the target utilisation an automatic GPU choice must meet.",
         json_schema_extra={"unit": "s"})
+    ttft_ms_max: float | None = Field(
+        None, gt=0, description="Mean time to first token the operating batch must meet (performance model) and "
+                                "the TTFT a load test is judged at; default: the smallest ttft_threshold_ms of the "
+                                "[[slos]] covering the pool's models, else [profile].ttft_threshold_ms.", json_schema_extra={"unit": "ms"})
+    tpot_ms_max: float | None = Field(
+        None, gt=0, description="Mean time per output token the operating batch must meet; default: none.",
+        json_schema_extra={"unit": "ms"})
     spares: int | None = Field(None, ge=0, description="As [sizing].spares.", json_schema_extra={"unit": "count"})
     zones: int | None = Field(None, ge=1, description="As [sizing].zones.", json_schema_extra={"unit": "count"})
     zones_lost: int | None = Field(None, ge=0, description="As [sizing].zones_lost.",

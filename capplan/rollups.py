@@ -116,5 +116,10 @@ def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:
     return [t for (t,) in con.execute(sql.load("int_rollups_partition_ttft_thresholds")).fetchall()]
 
 
+def has_histograms(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the profile's merged hourly histograms (``fct_histogram_hourly``) exist on ``con``."""
+    return _has_table(con, "fct_histogram_hourly")
+
+
 def _has_table(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(con.execute(sql.load("int_rollups_has_table"), {"table": table}).fetchall()[0][0])

@@ -2,8 +2,8 @@
 
 Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
 folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
-roll-ups (the one step that writes them) → profile → measure → forecast
-→ size (per pool) → cost (fleet totals, shared commitment) → SLO → drift → earlier plans against what happened → charts → report → record the plan
+roll-ups (the one step that writes them) → profile → measure → load tests → forecast
+→ size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment) → SLO → drift → earlier plans against what happened → charts → report → record the plan
 (``plan_runs``/``plan_months``) → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
@@ -17,14 +17,14 @@ from datetime import UTC, datetime
 from prefect import flow
 
 from capplan.config import CapplanConfig
-from capplan.plan.assumptions import assumptions_table
+from capplan.plan.assumptions import assumptions_table, pool_assumptions
 from capplan.plan.calendar import plan_months
 from capplan.plan.notes import coverage_notes, ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
 from capplan.flows.tasks import (announce, build_report, check_slos, cost_fleet, draw_charts, find_drift,
                                  forecast_qps, measure_request_mix, notify_flow, profile_traffic, publish_artifacts,
-                                 record_plan, refresh_profile, size_pools, write_report_files,
+                                 read_load_tests, record_plan, refresh_profile, size_pools, write_report_files,
                                  compare_earlier_plans)
 from capplan.plan.pools import pool_notes, unused_pools
 from capplan.reports.assemble import ReportInputs
@@ -50,6 +50,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     notes += pool_notes(pools) + [f"[[pools]] {name}: serves no model in the logs; left out of the plan"
                                   for name in unused_pools(config, pools)]
     measured = measure_request_mix(config, pools, by_pool)
+    load_tests = read_load_tests(config, pools)
     last_ts_utc = max(m.last_ts_utc for m in measured.values())
     months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
     demands = forecast_qps(by_pool, months, config, measured)  # the history policy's demand, per pool
@@ -60,7 +61,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     for note in honest:
         announce("forecast", note)
     notes += honest
-    plans = size_pools(config, pools, demands, months, measured)
+    plans = size_pools(config, pools, demands, months, measured, load_tests)
     fleet = cost_fleet(plans, config)
     slos = check_slos(config)
     drift = find_drift(config)
@@ -68,6 +69,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     table = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.table().items()}
     sourced = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.sourced().items()}
     sourced |= {f"{name}: {k}": v for name, d in demands.items() for k, v in d.assumptions().items()}
+    sourced |= {f"{p.name}: {k}": v for p in plans for k, v in pool_assumptions(config, p).items()}
     inputs = ReportInputs(cfg=config, months=months, hourly=hourly, daily=daily, by_pool=by_pool, fleet=fleet,
                           assumptions=assumptions_table(config, table, sourced),
                           slos=slos, drift=drift,

@@ -26,14 +26,14 @@ from prefect.cache_policies import NONE
 from capplan.config import CapplanConfig, dump_config
 from capplan.db import connect
 from capplan.history.compare import EarlierPlans
-from capplan.plan import demand, evidence, inputs, pool_plan, pools, traffic
+from capplan.plan import demand, evidence, inputs, pool_plan, pools, throughput, traffic
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
 
 #: Stage names in run order, as the progress display shows them.
-STAGES = ("ingest", "refresh-profile", "profile", "measure", "forecast", "size", "cost", "slo", "drift",
+STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
           "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
 
 
@@ -115,6 +115,13 @@ def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
                 for p in resolved}
 
 
+@_stage("load-tests", retries=2)
+def read_load_tests(cfg: CapplanConfig, resolved: list[pools.Pool]) -> pd.DataFrame:
+    """The stored load-test runs of the pools (``capplan loadtest import``); empty when none were imported."""
+    with connect(cfg.database.path, read_only=True) as con:
+        return throughput.load_tests_for_plan(con, [p.name for p in resolved])
+
+
 @_stage("forecast")
 def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig,
                  measured: dict[str, inputs.MeasuredInputs]) -> dict[str, demand.PlanDemand]:
@@ -125,10 +132,12 @@ def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig,
 
 @_stage("size")
 def size_pools(cfg: CapplanConfig, resolved: list[pools.Pool], demands: dict[str, demand.PlanDemand],
-               months: list[str], measured: dict[str, inputs.MeasuredInputs]) -> list[pool_plan.PoolPlan]:
-    """Size and cost every pool (its GPU chosen first when ``auto``): fleet per month and per hour."""
+               months: list[str], measured: dict[str, inputs.MeasuredInputs],
+               load_tests: pd.DataFrame) -> list[pool_plan.PoolPlan]:
+    """Size and cost every pool (its GPU chosen first when ``auto``) at its measured, calibrated, modelled or
+    assumed throughput: fleet per month and per hour."""
     return [pool_plan.plan_pool(cfg, p, demands[p.name].forecast, months, measured[p.name],
-                                peaks=demands[p.name].peaks) for p in resolved]
+                                peaks=demands[p.name].peaks, load_tests=load_tests) for p in resolved]
 
 
 @_stage("cost")

@@ -254,7 +254,9 @@ def _tables(inputs: ReportInputs) -> list[Table]:
         Table("Pools", pool_table(inputs.pools),
               "Each pool at its first month's P50 design peak: its measured mix (tokens/request, latency [s], KV "
               "tokens per sequence, burst ratio), the GPUs each constraint alone needs [GPUs], what binds and by how "
-              "much; throughput source 'assumed' = the GPU catalogue's rates."),
+              "much; throughput source: measured (a load test), calibrated (a load test carried to the pool's "
+              "mix by the performance model), modelled (the performance model) or assumed (the GPU catalogue's "
+              "rates); the assumptions table says what each rests on."),
         Table("Demand and constraints by month", demand,
               "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs], "
               "per pool."),

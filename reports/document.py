@@ -20,7 +20,7 @@ BINDINGS = ("throughput", "memory")
 MIXED = "mixed"
 #: ``pool`` of the fleet's total rows, and ``gpu_type`` of rows over several GPU types.
 FLEET, ALL_GPUS = "total", "all"
-SOURCES = ("measured", "modelled", "assumed")
+SOURCES = ("measured", "calibrated", "modelled", "assumed")
 
 
 class HeadlineSchema(pa.DataFrameModel):

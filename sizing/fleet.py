@@ -29,7 +29,10 @@ from capplan.sizing.catalogue import GpuSpec, ModelSpec
 if TYPE_CHECKING:
     import pandas as pd
 
-Source = Literal["measured", "assumed", "derived"]
+Source = Literal["measured", "calibrated", "modelled", "assumed", "derived"]
+
+#: Where a per-GPU throughput comes from (:attr:`FleetSpec.throughput_source`), best-founded first.
+THROUGHPUT_SOURCES: tuple[str, ...] = ("measured", "calibrated", "modelled", "assumed")
 
 #: Inputs a caller may declare as measured (from logs); the rest of the inputs are assumed.
 MEASURABLE_INPUTS: tuple[str, ...] = (
@@ -96,6 +99,17 @@ class FleetSpec:
         GPU memory kept from the KV cache. [fraction]
     kv_block_size_tokens : int
         Paged-attention block. [tokens]
+    throughput_source : str
+        Where ``gpu_output_tokens_per_s`` comes from, one of :data:`THROUGHPUT_SOURCES`:
+        ``measured`` (a load test), ``calibrated`` (a load test carried to this token mix by the
+        performance model), ``modelled`` (:func:`capplan.sizing.performance.replica_throughput`)
+        or ``assumed`` (given, or the catalogue's figure).
+    throughput_note : str
+        What that figure rests on (the model's inputs, or the load-test file), for the report.
+    prefill_in_output_rate : bool
+        True when ``gpu_output_tokens_per_s`` was measured or modelled with the prompts'
+        prefill mixed into the same steps (continuous batching): no separate prefill GPUs
+        are added. False: decode and prefill GPUs add (the flat catalogue rates).
     """
 
     gpu: GpuSpec | None = None
@@ -117,6 +131,14 @@ class FleetSpec:
     weights_dtype: str = "bf16"
     memory_reserve_fraction: float = 0.1
     kv_block_size_tokens: int = 16
+    throughput_source: str = "assumed"
+    throughput_note: str = ""
+    prefill_in_output_rate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.throughput_source not in THROUGHPUT_SOURCES:
+            raise ValueError(f"throughput_source must be one of {', '.join(THROUGHPUT_SOURCES)}; "
+                             f"got {self.throughput_source!r}")
 
 
 @dataclass(frozen=True)
@@ -175,6 +197,7 @@ class FleetSizing:
     total_gpus: int
     notes: dict[str, str]
     sources: dict[str, Source]
+    throughput_source: str = "assumed"  # of gpu_output_tokens_per_s, one of THROUGHPUT_SOURCES
 
     def _source(self, name: str) -> Source:
         return self.sources.get(name, "assumed")
@@ -272,9 +295,7 @@ def _memory_terms(gpu: GpuSpec | None, model: ModelSpec | None, seqs_per_gpu: fl
         return terms | dict(tensor_parallel=int(tp), seqs_per_gpu=float(seqs_per_gpu))
     tokens = float(kv_tokens if kv_tokens is not None else mean_tokens)
     w_bytes = memory.weights_bytes(model.parameters, weights_dtype)
-    kv_full = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype)
-    tp = tensor_parallel or memory.smallest_tensor_parallel(
-        w_bytes, memory.kv_bytes_per_sequence(tokens, kv_full, block), model.num_kv_heads, gpu.memory_gib, reserve)
+    tp = tensor_parallel or _smallest_degree(gpu, model, tokens, kv_dtype, weights_dtype, reserve, block)
     kv_tok = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype, tp)
     kv_seq = memory.kv_bytes_per_sequence(tokens, kv_tok, block)
     seqs_replica = memory.sequences_per_replica(memory.kv_budget_bytes_per_gpu(gpu.memory_gib, w_bytes, tp, reserve),
@@ -297,6 +318,34 @@ def _memory_terms(gpu: GpuSpec | None, model: ModelSpec | None, seqs_per_gpu: fl
                              f"over KV per sequence in {block}-token blocks")
     return terms | dict(kv_tokens_per_sequence=tokens, kv_bytes_per_token=float(kv_tok),
                         kv_bytes_per_sequence=float(kv_seq), seqs_per_gpu=seqs_replica / tp)
+
+
+def _smallest_degree(gpu: GpuSpec, model: ModelSpec, kv_tokens: float, kv_dtype: str, weights_dtype: str,
+                     reserve: float, block: int) -> int:
+    """:func:`sizing.memory.smallest_tensor_parallel` of ``model`` on ``gpu`` with one ``kv_tokens`` sequence."""
+    kv_full = memory.kv_cache_bytes_per_token(model.num_layers, model.num_kv_heads, model.head_dim, kv_dtype)
+    return memory.smallest_tensor_parallel(memory.weights_bytes(model.parameters, weights_dtype),
+                                           memory.kv_bytes_per_sequence(kv_tokens, kv_full, block),
+                                           model.num_kv_heads, gpu.memory_gib, reserve)
+
+
+def tensor_parallel_for(spec: FleetSpec, kv_tokens_per_sequence: float) -> int:
+    """GPUs per replica :func:`size_fleet` uses: ``spec.tensor_parallel``, else the smallest degree that fits.
+
+    The smallest degree holds the weights and one sequence of ``kv_tokens_per_sequence`` tokens
+    (:func:`sizing.memory.smallest_tensor_parallel`); without a GPU and a model, 1. [GPUs/replica]
+
+    Raises
+    ------
+    ValueError
+        If the model fits at no degree.
+    """
+    if spec.tensor_parallel is not None:
+        return int(spec.tensor_parallel)
+    if spec.gpu is None or spec.model is None:
+        return 1
+    return _smallest_degree(spec.gpu, spec.model, float(kv_tokens_per_sequence), spec.kv_dtype, spec.weights_dtype,
+                            spec.memory_reserve_fraction, spec.kv_block_size_tokens)
 
 
 def _headroom_terms(need: float, tp: int, growth_safety_factor: float, rollout_surge_fraction: float,
@@ -411,9 +460,16 @@ def size_fleet(
     out_tps = float(demand.tokens_per_s(peak_qps, output_tokens_per_request))
     in_tps = float(demand.tokens_per_s(peak_qps, input_tokens_per_request))
     g_decode = float(capacity.gpus_for_throughput(out_tps, decode_rate, target_utilisation))
+    if s.throughput_source != "assumed":
+        sources["gpu_output_tokens_per_s"] = s.throughput_source  # type: ignore[assignment]
+    if s.throughput_note:
+        notes["gpu_output_tokens_per_s"] = s.throughput_note
     g_prefill = 0.0
     if in_tps == 0:
         prefill_rate = None  # no prompt tokens: the prefill rate did not enter
+    elif s.prefill_in_output_rate:
+        prefill_rate = None  # the prompts' prefill is inside the measured or modelled output rate
+        notes["gpus_for_prefill"] = f"0: prefill is inside the {s.throughput_source} output rate (mixed steps)"
     elif prefill_rate is None:
         notes["gpus_for_prefill"] = "not counted: no prefill throughput given"
     else:
@@ -444,7 +500,7 @@ def size_fleet(
         concurrency=concurrency, output_tokens_per_s=out_tps, input_tokens_per_s=in_tps,
         gpus_for_decode=g_decode, gpus_for_prefill=g_prefill, gpus_by_throughput=g_tput, **mem,
         gpus_by_memory=g_mem, binding_constraint=binding, binding_margin_gpus=abs(g_tput - g_mem), need_gpus=need,
-        **extra, notes=notes, sources=sources,
+        **extra, notes=notes, sources=sources, throughput_source=s.throughput_source,
     )
 
 

@@ -62,6 +62,7 @@ final as (
     select
         (select first_ts_utc from span)                               as first_ts_utc,
         (select last_ts_utc from span)                                as last_ts_utc,
+        (select window_after_utc from span)                           as window_after_utc,
         coalesce(sum(successes), 0)::bigint                           as requests,
         (sum(input_tokens_sum) / sum(successes))::double              as input_tokens_per_request,
         (sum(output_tokens_sum) / sum(successes))::double             as output_tokens_per_request,

@@ -82,3 +82,30 @@ def planned_report(prefect_harness, plan_logs, tmp_path_factory):
     cfg = load_config(_write_plan_config(tmp_path_factory.mktemp("plan"), plan_logs))
     folder = Path(monthly_capacity_plan(cfg))
     return folder, cfg
+
+
+def _write_vllm_sweep(folder: Path, *, input_tokens: float = 800.0, output_tokens: float = 250.0,
+                      rates: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0, 5.0),
+                      p99_ttft_ms: tuple[float, ...] = (500.0, 800.0, 900.0, 1200.0, 1500.0), tp: int = 1) -> list[Path]:
+    """One ``vllm bench serve`` result file per rate (open loop, Poisson, no GPU named, ``tp`` GPUs per replica):
+    achieved rate = offered rate, ``output_tokens`` per request, the given p99 TTFT, p99 TPOT 20 ms, no failures."""
+    paths = []
+    for i, (rate, ttft) in enumerate(zip(rates, p99_ttft_ms, strict=True)):
+        done = round(200 * rate)
+        path = folder / f"sweep-{input_tokens:g}-{i}.json"
+        path.write_text(json.dumps({
+            "model_id": "llama", "request_rate": rate, "burstiness": 1.0, "max_concurrency": None, "duration": 200.0,
+            "completed": done, "failed": 0, "total_input_tokens": done * input_tokens,
+            "total_output_tokens": done * output_tokens, "request_throughput": rate,
+            "output_throughput": rate * output_tokens, "mean_ttft_ms": ttft / 2, "median_ttft_ms": ttft / 2,
+            "p99_ttft_ms": ttft, "mean_tpot_ms": 15.0, "p99_tpot_ms": 20.0,
+            "mean_e2el_ms": ttft / 2 + 15.0 * (output_tokens - 1), "tp": tp}))
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def write_vllm_sweep():
+    """``write_vllm_sweep(folder, input_tokens=800, output_tokens=250, rates=..., p99_ttft_ms=..., tp=1)``: a
+    synthetic load-test sweep, one vLLM result file per rate (see :func:`_write_vllm_sweep`)."""
+    return _write_vllm_sweep

@@ -1,4 +1,10 @@
-"""``capplan size``: a what-if fleet calculator, no logs needed (see docs/sizing.md)."""
+"""``capplan size``: a what-if fleet calculator, no logs needed (see docs/sizing.md).
+
+The per-GPU throughput is the flat ``--gpu-output-tokens-per-s`` when given (assumed; the golden case),
+else the performance model's at ``--input-tokens``/``--output-tokens`` on ``--model``/``--gpu``/``--tp``/
+``--precision`` (modelled; the catalogue's figure when the model cannot run); ``--json`` says which in
+``throughput_source``.
+"""
 
 from __future__ import annotations
 
@@ -74,10 +80,19 @@ def size(
     input_tokens: float = typer.Option(0.0, "--input-tokens", min=0, help="Mean prompt tokens per request; adds prefill. [tokens]"),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU catalogue key (default [sizing].gpu), e.g. H100-SXM-80GB."),
     model: str | None = typer.Option(None, "--model", help="Model catalogue key (default [sizing].model), e.g. llama-3.1-70b."),
+    precision: str | None = typer.Option(
+        None, "--precision",
+        help="Weights and KV cache (both dtypes), and the performance model's matmuls: bf16, fp16, fp8 or fp4."),
     gpu_output_tokens_per_s: float | None = typer.Option(
-        None, "--gpu-output-tokens-per-s", help="Decode throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]"),
+        None, "--gpu-output-tokens-per-s", help="Flat decode throughput per GPU (assumed); without it the performance "
+                                                "model gives it from the token mix. [tokens/(s·GPU)]"),
     gpu_prefill_tokens_per_s: float | None = typer.Option(
-        None, "--gpu-prefill-tokens-per-s", help="Prefill throughput per GPU; overrides the catalogue. [tokens/(s·GPU)]"),
+        None, "--gpu-prefill-tokens-per-s", help="Flat prefill throughput per GPU, with --gpu-output-tokens-per-s. "
+                                                 "[tokens/(s·GPU)]"),
+    ttft_ms_max: float | None = typer.Option(
+        None, "--ttft-ms-max", min=0, help="Mean TTFT the performance model's batch must meet. [ms]"),
+    tpot_ms_max: float | None = typer.Option(
+        None, "--tpot-ms-max", min=0, help="Mean TPOT the performance model's batch must meet. [ms]"),
     seqs_per_gpu: float | None = typer.Option(
         None, "--seqs-per-gpu", help="Sequences per GPU; overrides the KV-cache calculation. [sequences/GPU]"),
     kv_tokens: float | None = typer.Option(
@@ -92,7 +107,8 @@ def size(
     growth_safety_factor: float | None = typer.Option(None, "--growth-safety-factor", help="Forecast-error multiplier. [ratio]"),
     rollout_surge_fraction: float | None = typer.Option(None, "--rollout-surge-fraction", help="Deploy surge. [fraction]"),
     warm_pool_gpus: int | None = typer.Option(None, "--warm-pool-gpus", help="Idle pre-loaded GPUs. [GPUs]"),
-    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", help="GPUs per replica (default: smallest that fits)."),
+    tensor_parallel: int | None = typer.Option(None, "--tensor-parallel", "--tp",
+                                               help="GPUs per replica (default: smallest that fits)."),
     kv_dtype: str | None = typer.Option(None, "--kv-dtype", help=f"KV-cache element type: {_DTYPES}."),
     weights_dtype: str | None = typer.Option(None, "--weights-dtype", help=f"Weights element type: {_DTYPES}."),
     memory_reserve_fraction: float | None = typer.Option(
@@ -131,8 +147,13 @@ def size(
             target_utilisation=target_utilisation, wait_target_s=wait_target_s, wait_percentile=wait_percentile,
             spares=spares, zones=zones, zones_lost=zones_lost, growth_safety_factor=growth_safety_factor,
             rollout_surge_fraction=rollout_surge_fraction, warm_pool_gpus=warm_pool_gpus,
-            tensor_parallel=tensor_parallel, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
+            tensor_parallel=tensor_parallel, kv_dtype=kv_dtype or precision, weights_dtype=weights_dtype or precision,
             memory_reserve_fraction=memory_reserve_fraction)
+        if gpu_output_tokens_per_s is None:
+            if gpu_prefill_tokens_per_s is not None:
+                raise ValueError("--gpu-prefill-tokens-per-s needs --gpu-output-tokens-per-s: the performance model's "
+                                 "rate already holds the prompts' prefill")
+            spec = _modelled_spec(spec, input_tokens, output_tokens, kv_tokens, ttft_ms_max, tpot_ms_max)
         result = size_fleet(peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
                             input_tokens_per_request=input_tokens, kv_tokens_per_sequence=kv_tokens,
                             average_qps=average_qps, spec=spec)
@@ -144,10 +165,32 @@ def size(
     except (ValueError, CatalogueError) as exc:
         fail(str(exc), code=2)
     if as_json:
-        print_json({**result.to_dict(), "storage": storage})
+        print_json({**result.to_dict(), "throughput_note": spec.throughput_note, "storage": storage})
         return
     _print_table(result.rows() + storage, title=f"Fleet sizing: {result.total_gpus} GPUs "
                  f"({result.binding_constraint} binds)")
+
+
+def _modelled_spec(spec, input_tokens: float, output_tokens: float, kv_tokens: float | None,
+                   ttft_ms_max: float | None, tpot_ms_max: float | None):
+    """``spec`` with the performance model's per-GPU throughput at this token mix (means) and targets.
+
+    The same estimate as a pool's in the plan (:func:`capplan.plan.throughput.modelled_throughput`), on the
+    tensor-parallel degree the sizing uses; the catalogue's figure (assumed, with the reason) when the model
+    cannot run for this GPU and precision.
+    """
+    from dataclasses import replace
+
+    from capplan.plan.throughput import modelled_throughput
+    from capplan.sizing.fleet import tensor_parallel_for
+
+    if spec.gpu is None or spec.model is None:
+        return spec
+    tp = tensor_parallel_for(spec, kv_tokens if kv_tokens is not None else input_tokens + output_tokens)
+    estimate = modelled_throughput(spec.model, spec.gpu, tp, spec.weights_dtype, input_tokens, output_tokens,
+                                   tpot_ms_max=tpot_ms_max, ttft_ms_max=ttft_ms_max)
+    overrides = {k: v for k, v in estimate.fleet_spec_overrides().items() if v is not None}
+    return replace(spec, tensor_parallel=tp, **overrides)
 
 
 def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_tokens: float,
@@ -155,8 +198,13 @@ def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_
     """``(pool, FleetSizing)`` for every pool of ``cfg`` at one load (:func:`capplan.plan.pools.config_pools`).
 
     An automatic GPU is the cheapest candidate at the reserved rate for the whole month
-    (GPUs × reserved USD/GPU-h × 730 h): a what-if has no hourly forecast to commit on.
+    (GPUs × reserved USD/GPU-h × 730 h): a what-if has no hourly forecast to commit on. Each pool
+    and candidate gets its throughput as in the plan (:func:`capplan.plan.pools.pool_fleet_spec`: the
+    performance model at the flags' token means and the pool's latency targets; no load tests here).
     """
+    import pandas as pd
+
+    from capplan.plan.inputs import MeasuredInputs
     from capplan.plan.pools import config_pools, gpu_options, pool_fleet_spec
     from capplan.sizing.choice import SizedOption, choose_gpu
     from capplan.sizing.cost.prices import load_price_book
@@ -165,13 +213,18 @@ def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_
     book = load_price_book(cfg.cost.price_book)
     load_terms = dict(peak_qps=peak, latency_s=latency_s, output_tokens_per_request=output_tokens,
                       input_tokens_per_request=input_tokens, kv_tokens_per_sequence=kv_tokens, average_qps=average_qps)
+    # the flags' load as the request mix the plan would have measured (a what-if: nothing is measured here)
+    mix = MeasuredInputs(first_ts_utc=pd.NaT, last_ts_utc=pd.NaT, requests=0, input_tokens_per_request=input_tokens,
+                         output_tokens_per_request=output_tokens, latency_s=latency_s,
+                         kv_tokens_per_sequence=kv_tokens if kv_tokens is not None else input_tokens + output_tokens,
+                         burst_ratio=1.0)
     out = []
     for pool in config_pools(cfg):
         gpu, tp = pool.gpu, None
         if pool.is_auto:
             def fit(g, t, pool=pool):
                 try:
-                    f = size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, g, t))
+                    f = size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, g, t, mix))
                 except ValueError:
                     return None
                 return SizedOption(f.total_gpus, f.tensor_parallel, f.binding_constraint, operating_latency_s(f))
@@ -179,7 +232,7 @@ def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_
                                 .reserved_usd_per_gpu_hour(cfg.cost.reserved_term),
                                 latency_target_s=pool.latency_target_s).chosen
             gpu, tp = chosen.gpu, chosen.tensor_parallel
-        out.append((pool.name, size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, gpu, tp))))
+        out.append((pool.name, size_fleet(**load_terms, spec=pool_fleet_spec(cfg, pool, gpu, tp, mix))))
     return out
 
 

@@ -26,6 +26,7 @@ from capplan.plan.fleet import fleet_for
 from capplan.plan.inputs import measure_inputs
 from capplan.plan.pool_plan import pool_share
 from capplan.plan.pools import Pool, pool_fleet_spec, pool_traffic, read_model_traffic
+from capplan.plan.throughput import load_tests_for_plan
 from capplan.sizing.cost.plan import blended_plan
 from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import monotone_step_map
@@ -107,7 +108,7 @@ def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool,
     part["avg_qps"] = part["avg_qps"].where(part["avg_qps"].notna() & ~part["is_gap"].fillna(True).astype(bool),
                                             0.0)
     measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
-    spec = pool_fleet_spec(cfg, pool, gpu, tensor_parallel, measured)
+    spec = pool_fleet_spec(cfg, pool, gpu, tensor_parallel, measured, load_tests_for_plan(con, [pool.name]))
     qps = measured.burst_ratio * part["avg_qps"].where(observed).to_numpy(float)  # [requests/s]
     need = np.full(len(hours), np.nan)
     need[observed.to_numpy()] = monotone_step_map(lambda q: fleet_for(float(q), spec, measured).total_gpus,

@@ -19,7 +19,8 @@ from capplan import sql
 from capplan.config import CapplanConfig, CostConfig
 from capplan.ingest.coverage import defaulted_columns
 from capplan.plan import unlogged
-from capplan.rollups import rollup_views
+from capplan.profile.bins import HISTOGRAM_GAMMA
+from capplan.rollups import has_histograms, rollup_views
 
 MEASURED_UNITS = {"input_tokens_per_request": "tokens/request", "output_tokens_per_request": "tokens/request",
                   "latency_s": "s", "kv_tokens_per_sequence": "tokens", "burst_ratio": "ratio"}
@@ -52,6 +53,10 @@ class MeasuredInputs:
         assumed ``[cost].interruptible_share`` applies, see :func:`interruptible_share`). [fraction]
     kv_tokens_quantile : float or None
         The quantile ``kv_tokens_per_sequence`` was measured at (``[report].kv_tokens_quantile``). [fraction]
+    input_tokens_histogram, output_tokens_histogram : (tuple, tuple) or None
+        ``(tokens, requests)`` over the same window from the profile's histograms (bin midpoints
+        [tokens], counts [requests]; :func:`token_histograms`): the token mix the performance model
+        takes. ``None`` when the profile has none.
     """
 
     first_ts_utc: pd.Timestamp
@@ -64,6 +69,8 @@ class MeasuredInputs:
     burst_ratio: float
     interruptible_share: float | None = None
     kv_tokens_quantile: float | None = None
+    input_tokens_histogram: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    output_tokens_histogram: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     # s7-honest: what the logs lacked. sources: measured name -> "modelled"/"assumed"; notes for the report;
     # defaulted: capplan.ingest.coverage.defaulted_columns
     sources: dict[str, str] = field(default_factory=dict)
@@ -123,6 +130,28 @@ def measure_interruptible_share(con: duckdb.DuckDBPyConnection, cost: CostConfig
     return float(share)
 
 
+def token_histograms(con: duckdb.DuckDBPyConnection, window_after_utc: object, models: list[str] | None = None,
+                     ) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None]:
+    """Input and output token histograms after ``window_after_utc`` (``sql/rpt_plan_token_histogram``).
+
+    ``{"input_tokens": (tokens, requests), "output_tokens": ...}``: bin midpoints [tokens] and counts
+    [requests] of the profile's log-binned grid (:mod:`capplan.profile.bins`), so a mean or second
+    moment from them is within the grid's relative error. ``None`` for a metric without counts, or
+    every metric when the profile has no histogram table.
+    """
+    metrics = ("input_tokens", "output_tokens")
+    if window_after_utc is None or pd.isna(window_after_utc) or not has_histograms(con):
+        return dict.fromkeys(metrics)
+    rows = con.execute(sql.load("rpt_plan_token_histogram"), {
+        "window_after_utc": window_after_utc, "models": models, "gamma": HISTOGRAM_GAMMA}).df()
+    out: dict[str, tuple[tuple[float, ...], tuple[float, ...]] | None] = {}
+    for metric in metrics:  # tuples, not arrays: MeasuredInputs compares by value (as-of tests)
+        part = rows[rows["metric"] == metric]
+        out[metric] = ((tuple(part["tokens"].astype(float)), tuple(part["requests"].astype(float))) if len(part)
+                       else None)
+    return out
+
+
 def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None) -> float:
     """The share the cost stage may put on spot: the measured one when measured, else ``[cost].interruptible_share``. [fraction]"""
     if measured is not None and measured.interruptible_share is not None:
@@ -168,6 +197,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         sources["kv_tokens_per_sequence"] = "assumed"
         notes += (f"no token-length distribution (a rate series): KV tokens per sequence taken as the mean input + "
                   f"output tokens, {kv_tokens:.0f}, not its {cfg.report.kv_tokens_quantile:g} quantile",)
+    histograms = token_histograms(con, row["window_after_utc"], models)
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
@@ -175,6 +205,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         kv_tokens_per_sequence=kv_tokens, burst_ratio=burst,
         interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
         kv_tokens_quantile=cfg.report.kv_tokens_quantile,
+        input_tokens_histogram=histograms["input_tokens"], output_tokens_histogram=histograms["output_tokens"],
         sources=sources, notes=notes, defaulted=defaulted_columns(con),  # s7-honest
         derived=metrics_rows(*metrics) if metrics else {})
 

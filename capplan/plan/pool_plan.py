@@ -25,7 +25,8 @@ from capplan.config import CapplanConfig
 from capplan.plan.costing import cost_by_level, hourly_volumes
 from capplan.plan.fleet import SizedFleet, fleet_for, hourly_need_gpus, monthly_peak_qps, size_months
 from capplan.plan.inputs import MeasuredInputs, interruptible_share
-from capplan.plan.pools import THROUGHPUT_SOURCE, Pool, gpu_options, pool_fleet_spec
+from capplan.plan.pools import Pool, gpu_options, pool_fleet_spec, pool_spec_and_throughput
+from capplan.plan.throughput import ThroughputEstimate
 from capplan.sizing.choice import GpuChoice, SizedOption, choose_gpu
 from capplan.sizing.cost.commitment import SharedCommitment, shared_commitment
 from capplan.sizing.cost.plan import CostPlan
@@ -60,8 +61,8 @@ class PoolPlan:
         Share of its work that may run on spot. [fraction]
     choice : GpuChoice or None
         The candidates of an automatic choice.
-    throughput_source : str
-        Where its per-GPU throughput came from (``assumed``: the catalogue).
+    throughput : ThroughputEstimate or None
+        Its per-GPU throughput on its GPU and TP, its source and what it rests on.
     """
 
     pool: Pool
@@ -75,11 +76,16 @@ class PoolPlan:
     need: dict[str, np.ndarray]
     interruptible_share: float
     choice: GpuChoice | None = None
-    throughput_source: str = THROUGHPUT_SOURCE
+    throughput: ThroughputEstimate | None = None
 
     @property
     def name(self) -> str:
         return self.pool.name
+
+    @property
+    def throughput_source(self) -> str:
+        """Where its per-GPU throughput came from: measured, calibrated, modelled or assumed (``spec``'s)."""
+        return self.spec.throughput_source
 
 
 def pool_share(cfg: CapplanConfig, pool: Pool, measured: MeasuredInputs) -> float:
@@ -98,18 +104,20 @@ def _cost(cfg: CapplanConfig, pool: Pool, spec: FleetSpec, gpu: str, forecast: p
 
 
 def choose_pool_gpu(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, months: list[str],
-                    measured: MeasuredInputs, peaks: pd.DataFrame | None = None) -> GpuChoice:
+                    measured: MeasuredInputs, peaks: pd.DataFrame | None = None,
+                    load_tests: pd.DataFrame | None = None) -> GpuChoice:
     """Brute force over :func:`~capplan.plan.pools.gpu_options`: size each at the first month's P50 peak,
     price each over the horizon at ``[cost].commit_level`` (mean cost per month), keep the cheapest
-    that meets the pool's latency target."""
+    that meets the pool's latency target. Each candidate has its own per-GPU throughput
+    (:func:`~capplan.plan.pools.pool_fleet_spec`: measured, calibrated, modelled or assumed on that GPU and TP)."""
     first = monthly_peak_qps(forecast, months[:1], measured.burst_ratio) if peaks is None else peaks.iloc[:1]
     first_peak = float(first["qps_p50"].iloc[0])
     level = cfg.cost.commit_level or "P50"
     specs: dict[tuple[str, int], FleetSpec] = {}
 
     def size(gpu: str, tp: int | None) -> SizedOption | None:
-        spec = pool_fleet_spec(cfg, pool, gpu, tp, measured)
         try:
+            spec = pool_fleet_spec(cfg, pool, gpu, tp, measured, load_tests)
             fleet = fleet_for(first_peak, spec, measured)
         except ValueError:  # the model does not fit this GPU at this degree
             return None
@@ -126,23 +134,26 @@ def choose_pool_gpu(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, mont
 
 
 def plan_pool(cfg: CapplanConfig, pool: Pool, forecast: pd.DataFrame, months: list[str],
-              measured: MeasuredInputs, peaks: pd.DataFrame | None = None) -> PoolPlan:
+              measured: MeasuredInputs, peaks: pd.DataFrame | None = None,
+              load_tests: pd.DataFrame | None = None) -> PoolPlan:
     """Size and cost one pool on its GPU (chosen first when ``auto``).
 
     ``peaks`` is the history policy's design peak per month (:func:`capplan.plan.demand.plan_demand`),
     the frame of :func:`capplan.plan.fleet.monthly_peak_qps`; ``None`` derives it from ``forecast``.
+    ``load_tests`` are the stored load-test runs (:func:`capplan.plan.throughput.load_tests_for_plan`):
+    a clean one of the pool's GPU and TP makes its throughput measured (see :func:`~capplan.plan.pools.pool_fleet_spec`).
     """
     choice = None
     gpu, tp = pool.gpu, None
     if pool.is_auto:
-        choice = choose_pool_gpu(cfg, pool, forecast, months, measured, peaks)
+        choice = choose_pool_gpu(cfg, pool, forecast, months, measured, peaks, load_tests)
         gpu, tp = choice.chosen.gpu, choice.chosen.tensor_parallel
-    spec = pool_fleet_spec(cfg, pool, gpu, tp, measured)
+    spec, estimate = pool_spec_and_throughput(cfg, pool, gpu, tp, measured, load_tests)
     sized = size_months(forecast, months, spec, measured, peaks)
     hours_utc, need, costs = _cost(cfg, pool, spec, gpu, forecast, months, measured)
     return PoolPlan(pool=pool, gpu=gpu, spec=spec, measured=measured, forecast=forecast, sized=sized, costs=costs,
                     hours_utc=hours_utc, need=need, interruptible_share=pool_share(cfg, pool, measured),
-                    choice=choice)
+                    choice=choice, throughput=estimate)
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,15 @@ catalogue does not know is sized as ``[sizing].model`` and named in the report
 config line that would fix it.
 
 :func:`pool_fleet_spec` is the one place a pool's :class:`~capplan.sizing.fleet.FleetSpec` is built
-(for its plan and for every candidate of an automatic GPU choice); a measured or modelled
-throughput (``capplan/plan/throughput.py``) plugs in there. :func:`pool_traffic` sums the
+(for its plan, for every candidate of an automatic GPU choice and for a past month's actuals); its
+per-GPU throughput is measured, calibrated, modelled or assumed (:func:`estimate_pool_throughput`,
+``capplan/plan/throughput.py``) at the pool's measured token mix and latency targets. :func:`pool_traffic` sums the
 profile's hourly traffic over a pool's models.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -26,12 +27,10 @@ from capplan.plan.inputs import MeasuredInputs
 from capplan.profile import ALL_MODELS, hourly_traffic
 from capplan.sizing.catalogue import load_gpus, load_models
 from capplan.sizing.cost.prices import load_price_book
-from capplan.sizing.fleet import FleetSpec
+from capplan.plan.throughput import ThroughputEstimate, pool_throughput
+from capplan.sizing.fleet import FleetSpec, tensor_parallel_for
 from capplan.sizing.memory import TENSOR_PARALLEL_DEGREES
 
-#: Where a pool's per-GPU throughput comes from until the throughput estimate is plugged in
-#: (:func:`pool_fleet_spec`): the GPU catalogue's ASSUMED rates.
-THROUGHPUT_SOURCE = "assumed"
 #: Tensor-parallel degrees an automatic choice tries: one node of up to 8 GPUs. [GPUs/replica]
 AUTO_TENSOR_PARALLEL = tuple(d for d in TENSOR_PARALLEL_DEGREES if d <= 8)
 #: :class:`~capplan.config.PoolConfig` fields copied onto the pool's FleetSpec when set.
@@ -65,6 +64,9 @@ class Pool:
         The pool's spot share when set; else measured or ``[cost]``'s. [fraction]
     latency_target_s : float or None
         Mean latency an automatic GPU choice must meet. [s]
+    ttft_ms_max, tpot_ms_max : float or None
+        The pool's own latency targets for its operating batch and its load tests, when set
+        (:func:`pool_latency_targets` adds the SLOs' TTFT). [ms]
     default_architecture : bool
         True when ``model`` is ``[sizing].model`` because nothing named the architecture.
     origin : str
@@ -79,6 +81,8 @@ class Pool:
     settings: dict[str, Any] = field(default_factory=dict)
     interruptible_share: float | None = None
     latency_target_s: float | None = None
+    ttft_ms_max: float | None = None
+    tpot_ms_max: float | None = None
     default_architecture: bool = False
     origin: str = "one pool per log model"
 
@@ -150,7 +154,7 @@ def _pool_of(cfg: CapplanConfig, i: int, p: PoolConfig, served: tuple[str, ...])
         name=p.name, models=served, model=p.model or cfg.sizing.model, gpu=p.gpu or cfg.sizing.gpu,
         tensor_parallel=p.tensor_parallel if p.tensor_parallel is not None else cfg.sizing.tensor_parallel,
         settings=settings, interruptible_share=p.interruptible_share, latency_target_s=p.latency_target_s,
-        default_architecture=p.model is None, origin=f"[[pools]] #{i} name = {p.name!r}")
+        ttft_ms_max=p.ttft_ms_max, tpot_ms_max=p.tpot_ms_max, default_architecture=p.model is None, origin=f"[[pools]] #{i} name = {p.name!r}")
 
 
 def config_pools(cfg: CapplanConfig) -> list[Pool]:
@@ -177,21 +181,88 @@ def pool_notes(pools: list[Pool]) -> list[str]:
             for p in pools if p.default_architecture]
 
 
+def pool_latency_targets(cfg: CapplanConfig, pool: Pool) -> tuple[float | None, float | None]:
+    """``(ttft_ms_max, tpot_ms_max)`` of ``pool``: its own, else TTFT from the SLOs that cover its models. [ms]
+
+    The TTFT target is the pool's ``ttft_ms_max``, else the smallest ``ttft_threshold_ms`` of the
+    ``[[slos]]`` whose ``model`` is one of the pool's log models or unset (every model), else
+    ``[profile].ttft_threshold_ms`` (what the profile calls a good request; the default of
+    ``capplan loadtest show`` too). TPOT has no SLO field: only the pool's ``tpot_ms_max``.
+    """
+    if pool.ttft_ms_max is not None:
+        ttft = pool.ttft_ms_max
+    else:
+        covering = [s.ttft_threshold_ms for s in cfg.slos
+                    if s.ttft_threshold_ms is not None and (s.model is None or s.model in pool.models)]
+        ttft = min(covering) if covering else cfg.profile.ttft_threshold_ms
+    return ttft, pool.tpot_ms_max
+
+
+def token_mix_of(measured: MeasuredInputs) -> tuple[object, object]:
+    """The pool's measured input and output token mix for the performance model: the histograms
+    ``(bin centres, counts)`` of its measuring window when the profile has them, else the means. [tokens]"""
+    if measured.input_tokens_histogram is not None and measured.output_tokens_histogram is not None:
+        return measured.input_tokens_histogram, measured.output_tokens_histogram
+    return measured.input_tokens_per_request, measured.output_tokens_per_request
+
+
+def estimate_pool_throughput(cfg: CapplanConfig, pool: Pool, spec: FleetSpec, measured: MeasuredInputs,
+                             load_tests: pd.DataFrame | None = None) -> ThroughputEstimate:
+    """The per-GPU throughput of ``pool`` on ``spec``'s GPU and TP (:func:`capplan.plan.throughput.pool_throughput`):
+    a clean load test → measured; one at another token mix → calibrated; else the performance model at the
+    pool's measured token mix and latency targets → modelled; else the catalogue → assumed.
+
+    Raises
+    ------
+    ValueError
+        If the model fits the GPU at no tensor-parallel degree.
+    """
+    ttft_ms_max, tpot_ms_max = pool_latency_targets(cfg, pool)
+    input_tokens, output_tokens = token_mix_of(measured)
+    return pool_throughput(load_tests, pool=pool.name, model=spec.model, gpu=spec.gpu,
+                           tensor_parallel=tensor_parallel_for(spec, measured.kv_tokens_per_sequence),
+                           precision=spec.weights_dtype, input_tokens=input_tokens, output_tokens=output_tokens,
+                           tpot_ms_max=tpot_ms_max, ttft_ms_max=ttft_ms_max)
+
+
 def pool_fleet_spec(cfg: CapplanConfig, pool: Pool, gpu: str | None = None, tensor_parallel: int | None = None,
-                    measured: MeasuredInputs | None = None) -> FleetSpec:
+                    measured: MeasuredInputs | None = None, load_tests: pd.DataFrame | None = None) -> FleetSpec:
     """The :class:`~capplan.sizing.fleet.FleetSpec` of ``pool`` on ``gpu`` × ``tensor_parallel``.
 
     ``gpu`` and ``tensor_parallel`` default to the pool's (for an automatic pool, the
-    candidate being sized). The one builder of a pool's sizing record: the per-GPU
-    throughput is the catalogue's (:data:`THROUGHPUT_SOURCE`) until a throughput estimate
-    from ``measured`` load tests or a performance model is plugged in here.
+    candidate being sized). The one builder of a pool's sizing record, for its plan, for every
+    candidate of an automatic GPU choice and for the actuals of a past month: with ``measured``
+    (the pool's request mix) the per-GPU throughput is :func:`estimate_pool_throughput`'s, with
+    ``load_tests`` (rows of ``load_tests``, :func:`capplan.plan.throughput.load_tests_for_plan`)
+    taken into account; without ``measured``, the catalogue's ASSUMED rate. A flat
+    ``gpu_output_tokens_per_s`` in the pool's settings is used as given (assumed).
+
+    Raises
+    ------
+    ValueError
+        If the model fits the GPU at no tensor-parallel degree (with ``measured``).
     """
+    return pool_spec_and_throughput(cfg, pool, gpu, tensor_parallel, measured, load_tests)[0]
+
+
+def pool_spec_and_throughput(cfg: CapplanConfig, pool: Pool, gpu: str | None = None,
+                             tensor_parallel: int | None = None, measured: MeasuredInputs | None = None,
+                             load_tests: pd.DataFrame | None = None,
+                             ) -> tuple[FleetSpec, ThroughputEstimate | None]:
+    """:func:`pool_fleet_spec` and the :class:`~capplan.plan.throughput.ThroughputEstimate` it was built from
+    (``None`` without ``measured``), for a report that names what the throughput rests on."""
     gpu = gpu or pool.gpu
     if gpu == AUTO:
         raise ValueError(f"pool {pool.name!r} has gpu = \"auto\": size it on a candidate GPU (choose_pool_gpu)")
     tp = tensor_parallel if tensor_parallel is not None else pool.tensor_parallel
-    return cfg.sizing.fleet_spec(gpu=gpu, model=pool.model, tensor_parallel=None if tp == AUTO else tp,
+    spec = cfg.sizing.fleet_spec(gpu=gpu, model=pool.model, tensor_parallel=None if tp == AUTO else tp,
                                  **pool.settings)
+    if measured is None or spec.gpu_output_tokens_per_s is not None:
+        return spec, None  # no token mix to model, or a flat rate given explicitly: it is used as given
+    estimate = estimate_pool_throughput(cfg, pool, spec, measured, load_tests)
+    overrides = {k: v for k, v in estimate.fleet_spec_overrides().items() if v is not None}
+    return replace(spec, tensor_parallel=tensor_parallel_for(spec, measured.kv_tokens_per_sequence),
+                   **overrides), estimate
 
 
 def gpu_options(cfg: CapplanConfig, pool: Pool) -> list[tuple[str, int | None]]:
@@ -246,5 +317,6 @@ def read_model_traffic(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> pd
     return hourly[hourly["model"] != ALL_MODELS].reset_index(drop=True)
 
 
-__all__ = ["AUTO_TENSOR_PARALLEL", "THROUGHPUT_SOURCE", "Pool", "PoolError", "config_pools", "gpu_options", "pool_fleet_spec",
-           "pool_notes", "pool_traffic", "priced_gpus", "read_model_traffic", "resolve_pools", "unused_pools"]
+__all__ = ["AUTO_TENSOR_PARALLEL", "Pool", "PoolError", "config_pools", "estimate_pool_throughput", "gpu_options",
+           "pool_fleet_spec", "pool_latency_targets", "pool_notes", "pool_spec_and_throughput", "pool_traffic", "priced_gpus", "read_model_traffic",
+           "resolve_pools", "token_mix_of", "unused_pools"]

@@ -113,6 +113,7 @@ def test_config_memory_settings_reach_the_kv_terms(tmp_path):
 def test_pools_flag_sizes_every_pool_of_the_config(tmp_path):
     """Each [[pools]] entry at the same load with its own settings; the auto pool equals its cheapest option."""
     from capplan.config import load_config
+    from capplan.plan.inputs import MeasuredInputs
     from capplan.plan.pools import config_pools, gpu_options, pool_fleet_spec
     from capplan.sizing.cost.prices import load_price_book
     from capplan.sizing.fleet import size_fleet
@@ -128,14 +129,47 @@ def test_pools_flag_sizes_every_pool_of_the_config(tmp_path):
     chat, big = json.loads(result.stdout)
     assert (chat["pool"], chat["gpu"], chat["model"], chat["spares"]) == ("chat", "A100-SXM-80GB", "llama-3.1-8b", 0)
     assert (big["pool"], big["model"], big["spares"]) == ("big", "llama-3.1-70b", 1) and big["tensor_parallel"] >= 2
+    assert chat["throughput_source"] == big["throughput_source"] == "modelled"   # as the plan's pools
     cfg = load_config(cfg_file)
     book = load_price_book(cfg.cost.price_book)
+    mix = MeasuredInputs(first_ts_utc=None, last_ts_utc=None, requests=0, input_tokens_per_request=1000.0,
+                         output_tokens_per_request=300.0, latency_s=5.0, kv_tokens_per_sequence=1300.0, burst_ratio=1.0)
     costs = {}
     for gpu, tp in gpu_options(cfg, config_pools(cfg)[1]):
         try:
             f = size_fleet(peak_qps=20, latency_s=5, output_tokens_per_request=300, input_tokens_per_request=1000,
-                           spec=pool_fleet_spec(cfg, config_pools(cfg)[1], gpu, tp))
+                           spec=pool_fleet_spec(cfg, config_pools(cfg)[1], gpu, tp, mix))
         except ValueError:
             continue
         costs[(gpu, f.tensor_parallel)] = f.total_gpus * book.gpu(gpu).reserved_usd_per_gpu_hour("1y")
     assert (big["gpu"], big["tensor_parallel"]) == min(costs, key=costs.get)
+
+
+def test_without_a_flat_rate_the_performance_model_gives_it_and_json_says_so():
+    """--model/--gpu/--tp/--precision/--input-tokens/--output-tokens: the modelled rate, as the plan's pools get it."""
+    from capplan.plan.throughput import modelled_throughput
+    from capplan.sizing.catalogue import get_gpu, get_model
+
+    args = ["size", "--peak-qps", "20", "--latency-s", "6", "--output-tokens", "400", "--input-tokens", "1500",
+            "--model", "llama-3.1-70b", "--gpu", "H100-SXM-80GB", "--tp", "2", "--precision", "fp8",
+            "--tpot-ms-max", "60", "--json"]
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    want = modelled_throughput(get_model("llama-3.1-70b"), get_gpu("H100-SXM-80GB"), 2, "fp8", 1500.0, 400.0,
+                               tpot_ms_max=60.0)
+    assert data["throughput_source"] == "modelled" and data["sources"]["gpu_output_tokens_per_s"] == "modelled"
+    assert data["gpu_output_tokens_per_s"] == pytest.approx(want.gpu_output_tokens_per_s)
+    assert data["gpus_for_prefill"] == 0.0 and data["tensor_parallel"] == 2
+    assert "TPOT <= 60 ms" in data["throughput_note"] and data["kv_bytes_per_token"] == 327_680 / 2 / 2  # fp8
+    golden = json.loads(run(*GOLDEN, "--json").stdout)
+    assert golden["throughput_source"] == "assumed" and golden["total_gpus"] == 32
+
+
+def test_a_precision_the_model_cannot_run_falls_back_to_the_catalogue_with_the_reason():
+    data = json.loads(run("size", "--peak-qps", "5", "--latency-s", "6", "--output-tokens", "400",
+                          "--model", "llama-3.1-8b", "--precision", "int8", "--json").stdout)
+    assert data["throughput_source"] == "assumed" and "performance model unavailable" in data["throughput_note"]
+    result = run("size", "--peak-qps", "5", "--latency-s", "6", "--output-tokens", "400",
+                 "--gpu-prefill-tokens-per-s", "9000")
+    assert result.exit_code == 2 and "needs --gpu-output-tokens-per-s" in " ".join(result.output.split())

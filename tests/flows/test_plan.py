@@ -2,14 +2,16 @@
 
 The report's numbers are checked against the stage functions called directly
 (``sizing.fleet.size_fleet``, ``capplan.sizing.cost.plan.plan_range``) on the same
-inputs: the forecast the run wrote (``forecast.csv``) and the request mix
-measured from the same database.
+inputs: the forecast the run wrote (``forecast.csv``), the request mix
+measured from the same database and the pool's sizing record (its throughput modelled
+from that mix, :func:`capplan.plan.pools.pool_fleet_spec`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,9 @@ from capplan.db import connect
 from capplan.profile import hourly_traffic
 from capplan.flows import tasks
 from capplan.flows.plan import monthly_capacity_plan
+from capplan.loadtest.store import import_file
 from capplan.plan.inputs import measure_inputs
+from capplan.plan.pools import pool_fleet_spec, resolve_pools
 from capplan.sizing.cost.plan import plan_range
 from capplan.sizing.cost.prices import load_price_book
 from capplan.sizing.fleet import size_fleet
@@ -41,7 +45,9 @@ def _stage_results(cfg, folder, model):
     with connect(cfg.database.path, read_only=True) as con:
         hourly = hourly_traffic(con, model=model)
         m = measure_inputs(con, hourly, cfg, models=[model])
-    spec = cfg.sizing.fleet_spec(model=model)  # the [sizing] record with the pool's architecture
+    pool = next(p for p in resolve_pools(cfg, list(MODELS)) if p.name == model)
+    spec = pool_fleet_spec(cfg, pool, measured=m)  # [sizing] with the pool's architecture, throughput modelled
+    assert spec.throughput_source == "modelled"
 
     def fleet(qps: float) -> int:
         return size_fleet(peak_qps=qps, latency_s=m.latency_s, output_tokens_per_request=m.output_tokens_per_request,
@@ -71,7 +77,7 @@ def test_each_pools_budget_equals_the_stage_functions(planned_report, model):
     rows = budget[budget["Pool"] == model]
     planned, gpus, costs = _stage_results(cfg, folder, model)
     assert rows["Month"].tolist() == planned == [folder.name, str(pd.Period(folder.name) + 1)]
-    assert (rows["GPU type"] == cfg.sizing.gpu).all() and (rows["Throughput source"] == "assumed").all()
+    assert (rows["GPU type"] == cfg.sizing.gpu).all() and (rows["Throughput source"] == "modelled").all()
     assert rows["GPUs P50"].tolist() == gpus["P50"].astype(int).tolist()
     assert rows["GPUs P90"].tolist() == gpus["P90"].astype(int).tolist()
     for level, column in (("P50", "Total cost [USD]"), ("P10", "Total cost P10 [USD]"), ("P90", "Total cost P90 [USD]")):
@@ -128,6 +134,12 @@ def test_report_folder_holds_every_output_and_the_resolved_config(planned_report
     assert resolved == cfg
     md = (folder / "report.md").read_text()
     assert "## Assumptions" in md and "| measured |" in md and "| assumed |" in md
+    for model in MODELS:  # each pool's settings and throughput source are rows of the assumptions table
+        assert re.search(rf"\| {re.escape(model)}: throughput per GPU \| [\d,.]+ \| tokens/\(s·GPU\) \| modelled \|", md)
+        assert f"| {model}: zones\\_lost |" in md and f"| {model}: throughput batch |" in md
+    with connect(cfg.database.path, read_only=True) as con:  # the history records the source the plan used
+        sources = con.execute("select distinct throughput_source from plan_months where pool <> '__fleet__'").fetchall()
+    assert sources == [("modelled",)]
 
 
 def _artifacts(key: str) -> list:
@@ -183,3 +195,36 @@ def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_pla
     # the ingest flow creates the tables and refreshes (nothing to do); reading finds no traffic
     assert failed and failed[0][0] == "profile" and "ingest logs first" in failed[0][2]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_load_test_imported_for_one_pool_makes_it_measured_and_its_gpus_follow(
+        planned_report, plan_logs, write_plan_config, write_vllm_sweep, tmp_path):
+    """The fixture's logs and config again, plus a clean sweep imported (as ``capplan loadtest import --pool``
+    does) for pool llama-3.1-8b, 1 x H100 (its TP), at the pool's own measured mix (so no token_mix flag).
+
+    No SLO sets a TTFT, so the sweep is judged at [profile].ttft_threshold_ms = 2,000 ms at p99: 1,000, 1,500,
+    2,500, 4,000 ms at 0.01..0.04 requests/s cross it halfway from 0.02 to 0.03, a capacity of 0.025
+    requests/s × the mean output tokens per GPU — far below the model's — so that pool is measured and needs
+    more GPUs than in the fixture's plan, month by month; the other pools stay modelled and unchanged.
+    """
+    folder0, cfg0 = planned_report
+    pool = "llama-3.1-8b"
+    with connect(cfg0.database.path, read_only=True) as con:
+        mix = measure_inputs(con, hourly_traffic(con, model=pool), cfg0, models=[pool])
+    cfg = load_config(write_plan_config(tmp_path, plan_logs))
+    with connect(cfg.database.path) as con:
+        for path in write_vllm_sweep(tmp_path, input_tokens=mix.input_tokens_per_request,
+                                     output_tokens=mix.output_tokens_per_request, rates=(0.01, 0.02, 0.03, 0.04),
+                                     p99_ttft_ms=(1000.0, 1500.0, 2500.0, 4000.0)):
+            import_file(con, path, pool=pool)
+    folder = Path(monthly_capacity_plan(cfg))
+    new, old = (pd.read_csv(f / "budget.csv").set_index(["Pool", "Month"]) for f in (folder, folder0))
+    assert (new.loc[pool, "Throughput source"] == "measured").all()
+    assert (new.loc[pool, "GPUs P50"] > old.loc[pool, "GPUs P50"]).all()
+    for other in ("llama-3.1-70b", "qwen2.5-7b"):
+        assert (new.loc[other, "Throughput source"] == "modelled").all()
+        assert new.loc[other, "GPUs P50"].tolist() == old.loc[other, "GPUs P50"].tolist()
+    md = (folder / "report.md").read_text()
+    rate = re.search(rf"\| {re.escape(pool)}: throughput per GPU \| ([\d,.]+) \| tokens/\(s·GPU\) \| measured \|", md)
+    assert float(rate.group(1).replace(",", "")) == pytest.approx(0.025 * mix.output_tokens_per_request, rel=0.01)
+    assert f"| {pool}: throughput load test | " in md and "sweep-" in md

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -139,3 +140,29 @@ def test_measured_share_replaces_the_assumed_one(share_con):
 def test_empty_table_gives_zero(share_con):
     share_con.execute("delete from request_rows")
     assert plan.measure_interruptible_share(share_con, CostConfig(interruptible_models=["x"]), window_days=7) == 0.0
+
+
+def test_token_histograms_of_the_window_hold_the_mix_within_the_grids_error():
+    """Rows of two models; the pool's histograms cover its model and the 28-day window only, their mean
+    within the grid's relative error of the exact mean, their counts the rows (bin midpoints, zero as 0)."""
+    from capplan.profile import refresh_rollups
+    from capplan.profile.bins import HISTOGRAM_RELATIVE_ERROR
+
+    c = connect(":memory:")
+    c.execute(sql.load("ddl_ingest_ledger"))
+    ensure_tables(c)
+    rows = [("2026-10-01 00:00", 9000, 9000, "a"),                       # before the window
+            ("2026-11-20 00:00", 100, 0, "a"), ("2026-11-21 00:00", 3000, 150, "a"),
+            ("2026-11-29 00:00", 777, 77, "b")]
+    c.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, latency_ms, "
+                  "file_id) values (?, ?, ?, ?, 200, 100, 1000, 1)", rows)
+    refresh_rollups(c)
+    hourly = pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0], "concurrency_measured_peak": [1]})
+    m = plan.measure_inputs(c, hourly, CapplanConfig(), models=["a"])
+    tokens, counts = (np.array(a) for a in m.input_tokens_histogram)
+    assert counts.sum() == 2 and (tokens @ counts) / counts.sum() == pytest.approx(1550.0,
+                                                                                  rel=HISTOGRAM_RELATIVE_ERROR)
+    out_tokens, out_counts = m.output_tokens_histogram
+    assert out_tokens[0] == 0.0 and out_counts == (1.0, 1.0)
+    assert plan.token_histograms(c, None) == {"input_tokens": None, "output_tokens": None}
+    c.close()

@@ -10,9 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capplan.config import parse_config
+from capplan.db import connect
+from capplan.history.record import pool_rows
+from capplan.loadtest.store import import_file
 from capplan.plan.fleet import fleet_for
 from capplan.plan.pool_plan import choose_pool_gpu, fleet_plan, plan_pool
 from capplan.plan.pools import Pool, gpu_options, pool_fleet_spec
+from capplan.plan.throughput import load_tests_for_plan, modelled_throughput
 from capplan.sizing.cost.prices import load_price_book
 
 MONTHS = ["2026-12"]
@@ -107,3 +111,53 @@ def test_auto_equals_planning_every_option_and_keeping_the_cheapest(cfg, measure
                                                                       choice.chosen.tensor_parallel)
     assert planned.choice is not None and len(planned.choice.candidates) == len(brute)
     assert np.isclose(planned.costs["P50"].total().total_cost_usd, best)
+
+
+def _load_tests(tmp_path, write_vllm_sweep, input_tokens: float = 800.0):
+    """Five vLLM results of one replica (1 x H100, TP 1, no GPU named) at 1..5 requests/s, 250 output tokens a
+    request; p99 TTFT 500, 800, 900, 1,200, 1,500 ms crosses 1,000 ms a third of the way from 3 to 4 requests/s.
+    Imported with the importer ``capplan loadtest import`` uses, read back as the plan reads it."""
+    con = connect(str(tmp_path / "lt.duckdb"))
+    for path in write_vllm_sweep(tmp_path, input_tokens=input_tokens):
+        import_file(con, path, pool="a")
+    return load_tests_for_plan(con, ["a"])
+
+
+def test_a_load_test_of_one_pool_makes_its_throughput_measured_and_its_gpus_follow(cfg, measured, flat_forecast,
+                                                                                    tmp_path, write_vllm_sweep):
+    """Pool *a* (8B on 1 x H100, TTFT target 1,000 ms) with a clean sweep imported; pool *b* the same without.
+
+    Measured capacity: 3 + 1/3 requests/s × 250 output tokens = **833.3 tokens/s per GPU** (one replica of one
+    GPU). At a P50 peak of 1.5 × 8 = 12 requests/s: 12 × 250 = 3,000 tokens/s / (833.3 × 0.5) = 7.2 → **8 GPUs**
+    (throughput binds: 12 × 4 s = 48 in flight over ~140 KV slots per GPU is under one GPU), no prefill GPUs
+    (a load test measures them). Without the load test the pool is modelled (far above 833 tokens/s) and needs fewer.
+    """
+    settings = {k: v for k, v in SIMPLE.items() if k not in ("gpu_output_tokens_per_s", "seqs_per_gpu")}
+    pool = _pool("a", settings=settings, ttft_ms_max=1000.0)
+    fc = flat_forecast("2026-12-01", 31 * 24, 8.0)
+    with_test = plan_pool(cfg, pool, fc, MONTHS, measured, load_tests=_load_tests(tmp_path, write_vllm_sweep))
+    without = plan_pool(cfg, pool, fc, MONTHS, measured)
+    assert with_test.throughput_source == "measured" and without.throughput_source == "modelled"
+    assert with_test.spec.gpu_output_tokens_per_s == pytest.approx(2500.0 / 3)
+    first = with_test.sized.first_p50
+    assert (first.total_gpus, first.binding_constraint, first.gpus_for_prefill) == (8, "throughput", 0.0)
+    assert "sweep-800-0.json" in with_test.spec.throughput_note and "taken as the pool's" in with_test.spec.throughput_note
+    assert without.spec.gpu_output_tokens_per_s > 833.4
+    assert without.sized.first_p50.total_gpus < first.total_gpus
+    row = pool_rows(with_test, MONTHS)[0]
+    assert row["throughput_source"] == "measured" and row["gpus_p50"] == 8
+
+
+def test_a_load_test_at_another_mix_is_calibrated_to_the_pools_mix(cfg, measured, flat_forecast, tmp_path,
+                                                                   write_vllm_sweep):
+    """The same sweep at 2,000 input tokens (the pool's mix is 800: the token_mix flag): the model, scaled by
+    measured / model at the test's mix, evaluated at the pool's mix."""
+    pool = _pool("a", settings={}, ttft_ms_max=1000.0)
+    plan = plan_pool(cfg, pool, flat_forecast("2026-12-01", 48, 8.0), MONTHS, measured,
+                     load_tests=_load_tests(tmp_path, write_vllm_sweep, input_tokens=2000.0))
+    assert plan.throughput_source == "calibrated"
+    at = {mix: modelled_throughput(plan.spec.model, plan.spec.gpu, 1, "bf16", mix, 250.0, ttft_ms_max=1000.0)
+          for mix in (800.0, 2000.0)}
+    ratio = (2500.0 / 3) / at[2000.0].gpu_output_tokens_per_s
+    assert plan.spec.gpu_output_tokens_per_s == pytest.approx(at[800.0].gpu_output_tokens_per_s * ratio)
+    assert plan.throughput.details["calibration_ratio"] == pytest.approx(ratio)

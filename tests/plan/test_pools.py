@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pandas as pd
 import pytest
 
 from capplan.config import ConfigError, parse_config
-from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, gpu_options, pool_fleet_spec, pool_notes,
-                                pool_traffic, priced_gpus, resolve_pools, unused_pools)
+from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, gpu_options, pool_fleet_spec, pool_latency_targets,
+                                pool_notes, pool_traffic, priced_gpus, resolve_pools, token_mix_of, unused_pools)
+from capplan.plan.throughput import modelled_throughput
 from capplan.sizing.catalogue import load_gpus
 
 LOG_MODELS = ["llama-3.1-70b", "llama-3.1-8b", "my-finetune"]
@@ -99,3 +103,43 @@ def test_pool_traffic_sums_its_models_hour_by_hour():
     assert hourly["concurrency_littles"].tolist() == [2.0, 6.0, 6.0]
     assert hourly["peak_second_qps"].tolist() == [3.0, 9.0, 9.0]  # an upper band of the pool's busiest second
     assert not hourly["is_gap"].any() and daily["avg_qps"].iloc[0] == pytest.approx(7 / 3)
+
+
+def test_latency_targets_are_the_pools_own_else_the_tightest_slo_over_its_models():
+    cfg = parse_config({"pools": [{"name": "a", "models": ["x"]}, {"name": "b", "models": ["y"], "ttft_ms_max": 300.0,
+                                                                   "tpot_ms_max": 25.0}, {"name": "c", "models": ["z"]}],
+                        "slos": [{"name": "all", "ttft_threshold_ms": 5000.0}, {"name": "x1", "model": "x",
+                                                                                 "ttft_threshold_ms": 1500.0},
+                                 {"name": "avail"}]})
+    a, b, c = resolve_pools(cfg, ["x", "y", "z"])
+    assert pool_latency_targets(cfg, a) == (1500.0, None)   # its model's SLO is tighter than the all-model one
+    assert pool_latency_targets(cfg, b) == (300.0, 25.0)    # its own targets win
+    assert pool_latency_targets(cfg, c) == (5000.0, None)   # only the all-model SLO covers z
+    assert pool_latency_targets(parse_config({"profile": {"ttft_threshold_ms": 900.0}}), c) == (900.0, None)
+
+
+def test_with_a_measured_mix_the_spec_is_modelled_on_the_tp_it_uses_and_a_flat_rate_stays_given(measured):
+    cfg = parse_config({"pools": [{"name": "big", "models": ["x"], "model": "llama-3.1-70b"}]})
+    (big,) = resolve_pools(cfg, ["x"])
+    spec = pool_fleet_spec(cfg, big, measured=measured)
+    assert (spec.throughput_source, spec.tensor_parallel, spec.prefill_in_output_rate) == ("modelled", 2, True)
+    assert spec.gpu_output_tokens_per_s == modelled_throughput(
+        spec.model, spec.gpu, 2, "bf16", measured.input_tokens_per_request, measured.output_tokens_per_request,
+        ttft_ms_max=None).gpu_output_tokens_per_s
+    assert pool_fleet_spec(cfg, big).throughput_source == "assumed"  # no mix, no model
+    flat = replace(big, settings={"gpu_output_tokens_per_s": 900.0})
+    given = pool_fleet_spec(cfg, flat, measured=measured)
+    assert (given.gpu_output_tokens_per_s, given.throughput_source, given.prefill_in_output_rate) == (900.0, "assumed",
+                                                                                                    False)
+
+
+def test_the_histogram_mix_is_used_when_measured(measured):
+    hist = replace(measured, input_tokens_histogram=(np.array([400.0, 1200.0]), np.array([1.0, 1.0])),
+                   output_tokens_histogram=(np.array([250.0]), np.array([3.0])))
+    assert token_mix_of(measured) == (800.0, 250.0)
+    cfg = parse_config({})
+    (pool,) = resolve_pools(cfg, ["llama-3.1-8b"])
+    spec = pool_fleet_spec(cfg, pool, measured=hist)
+    assert "(histogram)" in spec.throughput_note
+    # the same mean but a second moment: E[n²] = (400² + 1200²) / 2 = 800,000 > 800² — prefill attention grows
+    assert spec.gpu_output_tokens_per_s <= pool_fleet_spec(cfg, pool, measured=measured).gpu_output_tokens_per_s

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from capplan.sizing.catalogue import get_gpu, get_model
 from capplan.sizing.fleet import (MEASURABLE_INPUTS, FleetSpec, latency_curve, monotone_step_map, operating_latency_s,
-                                  pooled_slots, size_fleet)
+                                  pooled_slots, size_fleet, tensor_parallel_for)
 from capplan.sizing.queueing import mmc_latency_multiplier
 
 AVG_QPS = 2_000_000 / 86_400
@@ -222,3 +222,40 @@ def test_latency_curve_one_slot_is_mm1_and_the_fleet_knee_comes_later():
     assert one == pytest.approx([6.0 / (1 - 0.5), 6.0 / (1 - 0.9)], rel=1e-12)  # W = S / (1 - ρ)
     assert np.all(pooled < one) and np.all(pooled >= 6.0)
     assert len(latency_curve(fs)) == 2 * 49  # the default grid: 2 % to 98 %
+
+
+def test_a_measured_or_modelled_rate_holds_prefill_so_no_prefill_gpus_are_added():
+    """The golden load with 1,500 prompt tokens on the catalogue's H100 8B rates adds prefill GPUs
+    (92.6 × 1,500 / (prefill rate × 0.6)); the same output rate marked as modelled with prefill inside adds none."""
+    base = FleetSpec(gpu=H100, model=LLAMA_8B, gpu_output_tokens_per_s=2_000, target_utilisation=0.6,
+                     seqs_per_gpu=40, spares=1)
+    flat = golden(spec=base, input_tokens_per_request=1500)
+    assert flat.gpus_for_prefill == pytest.approx(AVG_QPS * 4 * 1500 / (H100.prefill_rate("small") * 0.6))
+    inside = golden(spec=replace(base, throughput_source="modelled", throughput_note="model at 1500/400",
+                                 prefill_in_output_rate=True), input_tokens_per_request=1500)
+    assert inside.gpus_for_prefill == 0.0 and inside.gpu_prefill_tokens_per_s is None
+    assert inside.gpus_by_throughput == pytest.approx(flat.gpus_for_decode)
+    rows = {r["term"]: r for r in inside.rows()}
+    assert rows["decode throughput per GPU"]["source"] == "modelled"
+    assert rows["decode throughput per GPU"]["note"] == "model at 1500/400"
+    assert inside.throughput_source == "modelled" and flat.throughput_source == "assumed"
+    with pytest.raises(ValueError, match="throughput_source must be one of"):
+        FleetSpec(throughput_source="guessed")
+
+
+@settings(max_examples=30, deadline=None)
+@given(kv_tokens=st.floats(100, 120_000), model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b"]),
+       gpu=st.sampled_from(["H100-SXM-80GB", "L40S-48GB", "A100-SXM-80GB"]))
+def test_tensor_parallel_for_is_the_degree_size_fleet_uses(kv_tokens, model, gpu):
+    spec = FleetSpec(gpu=get_gpu(gpu), model=get_model(model))
+    try:
+        tp = tensor_parallel_for(spec, kv_tokens)
+    except ValueError:
+        with pytest.raises(ValueError):
+            size_fleet(peak_qps=1.0, latency_s=2.0, output_tokens_per_request=100, kv_tokens_per_sequence=kv_tokens,
+                       spec=spec)
+        return
+    fs = size_fleet(peak_qps=1.0, latency_s=2.0, output_tokens_per_request=100, kv_tokens_per_sequence=kv_tokens,
+                    spec=spec)
+    assert fs.tensor_parallel == tp
+    assert tensor_parallel_for(replace(spec, tensor_parallel=8), kv_tokens) == 8
