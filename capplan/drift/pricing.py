@@ -231,5 +231,7 @@ def request_costs(cfg: CapplanConfig, models: Iterable[str]) -> dict[str, PerReq
         If a log model is served by no pool.
     """
     models = list(models)
+    if not models:  # no daily histograms (a metrics- or rate-only database): nothing to price
+        return {}
     linear = linear_request_costs(cfg, models)
     return {m: _modelled_cost(cfg, pool, linear[m]) for pool in resolve_pools(cfg, models) for m in pool.models}

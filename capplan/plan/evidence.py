@@ -66,6 +66,7 @@ def drift_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> DriftE
     hist = daily_histograms(con)
     findings = detect_drift(con, cfg.drift, request_costs(cfg, hist["model"].unique()))
     caption = (f"Token-length drift per model: the latest {cfg.drift.window_days}-day window against the "
-               f"{cfg.drift.baseline_days} days before, priced at the on-demand rate of {cfg.sizing.gpu} "
-               f"({len(findings)} finding(s)).")
+               f"{cfg.drift.baseline_days} days before, priced per request at each "
+               f"model's pool operating point (modelled) or, where the pool's model or GPU is not modelled, at the "
+               f"catalogue rate (assumed; the table's cost source says which) ({len(findings)} finding(s)).")
     return DriftEvidence(window_token_shares(hist, cfg.drift), findings, caption)

@@ -94,6 +94,12 @@ def test_request_costs_model_each_pool_on_its_gpu_tp_and_precision():
     assert rest.at_operating_point(1000, 200).tensor_parallel == 1
 
 
+def test_no_log_model_is_nothing_to_price_not_a_pool_error():
+    """A metrics- or rate-only database has no daily histograms: no model to price, and no pool to resolve."""
+    cfg = CapplanConfig(pools=[PoolConfig(name="big", models=["llama-3.1-70b"], model="llama-3.1-70b")])
+    assert request_costs(cfg, []) == {}
+
+
 @pytest.mark.parametrize(("pool", "sizing", "reason"), [
     (dict(gpu="auto"), {}, 'chosen by the plan (gpu = "auto")'),
     ({}, dict(weights_dtype="int4"), "has no int4"),
