@@ -9,9 +9,15 @@ Add a module's name to :data:`COMMAND_MODULES` when you add the module.
 from __future__ import annotations
 
 import importlib
+import os
 from importlib.metadata import PackageNotFoundError, version
 
-import typer
+# One BLAS thread unless the user chose otherwise: capplan's numerical work is many small matrices
+# (Kalman filters and Lyapunov solves in the forecasts), on which OpenBLAS's thread pool spins rather
+# than computes (docs/plan_and_reports.md, "Start-up and wall time"). Set before numpy loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import typer  # noqa: E402 - after the BLAS setting, by intent
 
 
 COMMAND_MODULES: list[str] = [
