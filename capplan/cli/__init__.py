@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from importlib.metadata import PackageNotFoundError, version
 
 # One BLAS thread unless the user chose otherwise: capplan's numerical work is many small matrices
 # (Kalman filters and Lyapunov solves in the forecasts), on which OpenBLAS's thread pool spins rather
@@ -53,6 +52,8 @@ app = typer.Typer(
 
 def package_version() -> str:
     """The installed capplan version (``0+unknown`` when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # here: it imports the email package
+
     try:
         return version("capplan")
     except PackageNotFoundError:
