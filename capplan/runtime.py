@@ -193,7 +193,8 @@ def _close_write_ends_in_child() -> None:
     _write_ends.clear()
 
 
-os.register_at_fork(after_in_child=_close_write_ends_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_close_write_ends_in_child)
 
 
 def guard(server_pid: int, read_fd: int) -> None:
