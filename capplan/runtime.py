@@ -19,6 +19,17 @@ the server is gone. Why not the alternatives:
 
 Prefect's file is not changed: the guard is added by giving ``server.py`` a ``subprocess``
 namespace whose ``Popen`` starts the guard beside the server.
+
+:func:`start_temporary_server` starts that same server before the command imports its stages
+(and without importing Prefect's server package here), so its seconds of start-up run on the
+other core meanwhile.
+
+:func:`map_in_processes` runs a pure stage function over several items (the pools' forecasts) in
+forked worker processes, one core each. The workers are forked, so they start with this
+process's imports (no second import of pandas and statsmodels); they die with this process
+(``PR_SET_PDEATHSIG``: the thread that forks them waits for them, so it outlives them; and a
+parent-pid check against the race) and close the guard pipes' write ends at fork, so a kill -9 of capplan still stops
+the temporary server at once.
 """
 
 from __future__ import annotations
@@ -29,8 +40,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Seconds between SIGTERM and SIGKILL when the guard stops an orphaned server. [s]
 STOP_GRACE_S = 5.0
@@ -38,6 +53,7 @@ STOP_GRACE_S = 5.0
 POLL_S = 1.0
 
 _write_ends: list[int] = []  # kept open for the life of this process; their closing is the signal
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def tie_temporary_server_to_this_process() -> None:
@@ -47,6 +63,138 @@ def tie_temporary_server_to_this_process() -> None:
     if isinstance(server.subprocess, _GuardedSubprocess):
         return
     server.subprocess = _GuardedSubprocess(subprocess)
+
+
+def start_temporary_server() -> Callable[[], None]:
+    """Start a temporary Prefect API server for this command now; return a function that waits until it answers.
+
+    Prefect's own temporary server (``SubprocessASGIServer``) starts only when the first flow asks
+    for the API, and only after this process has imported Prefect's server package (seconds of
+    CPU) to launch it. This starts the same server the same way (:data:`_SERVER_ARGS`: Prefect's
+    command, environment and settings for its temporary server; its database under
+    ``PREFECT_HOME``) as soon as Prefect's settings are read, so it boots on the other core while
+    the command imports its stages, and points Prefect's client at it (``PREFECT_API_URL``): the
+    flow and its task runs are recorded there as in Prefect's own. The server is guarded
+    (:func:`start_guard`) and stopped at exit (SIGTERM, SIGKILL after :data:`STOP_GRACE_S`), after
+    Prefect's own exit hooks have flushed to it.
+
+    Does nothing when Prefect's settings name an API (``PREFECT_API_URL``: the user's server, a
+    test harness) except guard a temporary server Prefect may start itself. The waiter, to call
+    before the first flow, raises ``RuntimeError`` if the server exits or does not answer within
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
+    """
+    import atexit
+    import socket
+
+    import prefect
+    from prefect.context import refresh_global_settings_context
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    if settings.api.url:
+        tie_temporary_server_to_this_process()
+        return lambda: None
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a free port, chosen by the kernel
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = [a.format(app_dir=prefect.__module_path__.parent, port=port) for a in _SERVER_ARGS]
+    proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL, env={
+        **os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)})
+    start_guard(proc.pid)
+    atexit.register(_stop_and_reap, proc)  # registered before Prefect's hooks, so it runs after them
+    api_url = f"http://127.0.0.1:{port}/api"
+    os.environ["PREFECT_API_URL"] = api_url
+    refresh_global_settings_context()  # Prefect read its settings at import
+    timeout_s = float(settings.server.ephemeral.startup_timeout_seconds)
+
+    def wait() -> None:
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Prefect's temporary server exited with code {proc.returncode} while starting "
+                                   f"on port {port}")
+            try:
+                with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"Prefect's temporary server did not answer at {api_url} within {timeout_s:g} s "
+                           "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
+
+    return wait
+
+
+#: Prefect's command for its temporary server (``SubprocessASGIServer._run_uvicorn_command``, Prefect 3.9)
+_SERVER_ARGS = ("-m", "uvicorn", "--app-dir", "{app_dir}", "--factory", "prefect.server.api.server:create_app",
+                "--host", "127.0.0.1", "--port", "{port}", "--log-level", "error", "--lifespan", "on")
+#: ... and the environment it adds (no UI; the server's ephemeral mode)
+_SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+def map_in_processes(fn: Callable[[T], R], items: Sequence[T], max_workers: int | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, each call in a forked worker process; results in the order of ``items``.
+
+    For CPU-bound, pure functions (no Prefect, no database, no printing) whose arguments and
+    results pickle. ``max_workers`` defaults to one process per item, at most two per core
+    (the caller waits, so every core computes and none of the items waits for a slow one).
+    Runs in this process when there is one item, one core, or no ``fork`` (not Linux).
+    An exception of ``fn`` is re-raised here with its type and message; the items not yet
+    started are cancelled.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = min(len(items), max_workers or 2 * cores)
+    if workers <= 1 or cores <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(x) for x in items]
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    try:
+        return list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: SIGKILL this worker when its parent dies (Linux), or exit now if it has already."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the workers end when the pool's queue closes
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _stop_and_reap(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM ``proc``, SIGKILL it after :data:`STOP_GRACE_S`, and reap it."""
+    proc.terminate()
+    try:
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _close_write_ends_in_child() -> None:
+    """After a fork: the child must not keep the guards' pipes open, or a dead capplan would look alive."""
+    for fd in _write_ends:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _write_ends.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_close_write_ends_in_child)
 
 
 def guard(server_pid: int, read_fd: int) -> None:

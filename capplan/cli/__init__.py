@@ -9,9 +9,14 @@ Add a module's name to :data:`COMMAND_MODULES` when you add the module.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
+import os
 
-import typer
+# One BLAS thread unless the user chose otherwise: capplan's numerical work is many small matrices
+# (Kalman filters and Lyapunov solves in the forecasts), on which OpenBLAS's thread pool spins rather
+# than computes (docs/plan_and_reports.md, "Start-up and wall time"). Set before numpy loads OpenBLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import typer  # noqa: E402 - after the BLAS setting, by intent
 
 
 COMMAND_MODULES: list[str] = [
@@ -47,6 +52,8 @@ app = typer.Typer(
 
 def package_version() -> str:
     """The installed capplan version (``0+unknown`` when run from a tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # here: it imports the email package
+
     try:
         return version("capplan")
     except PackageNotFoundError:

@@ -50,28 +50,37 @@ def register(app: typer.Typer) -> None:
             updates["report"] = cfg.report.model_copy(update={"out_dir": out})
         cfg = cfg.model_copy(update=updates)
         prefect_environment(verbose)
-        folder, seconds = _run_with_progress(cfg, month)
+        folder, seconds, stage_seconds = _run_with_progress(cfg, month)
         if json_out:
             plan_file = Path(folder) / "plan.json"  # per-pool results and totals (reports.assemble.summary)
             results = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
-            print_json({"report_dir": folder, "seconds": round(seconds, 1), **results})
+            print_json({"report_dir": folder, "seconds": round(seconds, 1),
+                        "stage_seconds": {k: round(v, 2) for k, v in stage_seconds.items()}, **results})
         else:
             console.print(f"[bold green]report:[/] {folder}/report.html  ({seconds:.1f} s)", highlight=False)
 
 
-def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
-    """Run the flow with one rich progress row per stage; a failed stage exits with its cause."""
+def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, float]]:
+    """Run the flow with one rich progress row per stage; a failed stage exits with its cause.
+
+    Returns the report folder, the seconds since the command began importing the stages, and each
+    completed stage's seconds (as Prefect timed its run).
+    """
     from rich.markup import escape
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from capplan.runtime import start_temporary_server
+
+    start = time.perf_counter()
+    # Prefect's temporary server boots on the other core while this process imports the stages (guarded:
+    # a kill -9 of this command must not leave it running); nothing to start when PREFECT_API_URL is set
+    server_ready = start_temporary_server()
     from capplan.db import DatabaseLockedError
     from capplan.flows.plan import monthly_capacity_plan
     from capplan.flows.tasks import stage_listener, stages_for
-    from capplan.runtime import tie_temporary_server_to_this_process
 
-    tie_temporary_server_to_this_process()  # a kill -9 of this command must not leave Prefect's server running
     failures: list[str] = []
-    start = time.perf_counter()
+    stage_seconds: dict[str, float] = {}
     stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=False) as progress:
@@ -79,6 +88,7 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
 
         def on_stage(stage: str, state: str, seconds: float, message: str) -> None:
             if state == "Completed":
+                stage_seconds[stage] = seconds
                 progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
                 progress.update(bar, advance=1, description=_next(stages, stage))
             elif state == "Note":
@@ -88,13 +98,14 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float]:
 
         with stage_listener(on_stage):
             try:
+                server_ready()
                 folder = monthly_capacity_plan(cfg, month)
             except DatabaseLockedError as exc:
                 fail(str(exc))
             except Exception as exc:  # the flow re-raises the failing task's exception
                 where = f"stage {failures[0]} failed: " if failures else ""
                 fail(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}")
-    return str(Path(folder).resolve()), time.perf_counter() - start
+    return str(Path(folder).resolve()), time.perf_counter() - start, stage_seconds
 
 
 def _next(stages: tuple[str, ...], done: str) -> str:
