@@ -24,12 +24,10 @@ namespace whose ``Popen`` starts the guard beside the server.
 (and without importing Prefect's server package here), so its seconds of start-up run on the
 other core meanwhile.
 
-:func:`map_in_processes` runs a pure stage function over several items (the pools' forecasts) in
-forked worker processes, one core each. The workers are forked, so they start with this
-process's imports (no second import of pandas and statsmodels); they die with this process
-(``PR_SET_PDEATHSIG``: the thread that forks them waits for them, so it outlives them; and a
-parent-pid check against the race) and close the guard pipes' write ends at fork, so a kill -9 of capplan still stops
-the temporary server at once.
+Any fork of this process (a library's) closes the guard pipes' write ends in the child, so a
+kill -9 of capplan still stops the temporary server at once. (Session 8 tried forecasting the pools in
+forked workers: no gain measured under load, and forking a process that runs Prefect's threads
+risks a child deadlocked on a lock held at fork; the stage stays serial.)
 """
 
 from __future__ import annotations
@@ -40,12 +38,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, TypeVar
-
-T = TypeVar("T")
-R = TypeVar("R")
+from typing import Any
 
 #: Seconds between SIGTERM and SIGKILL when the guard stops an orphaned server. [s]
 STOP_GRACE_S = 5.0
@@ -53,7 +48,6 @@ STOP_GRACE_S = 5.0
 POLL_S = 1.0
 
 _write_ends: list[int] = []  # kept open for the life of this process; their closing is the signal
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def tie_temporary_server_to_this_process() -> None:
@@ -134,43 +128,6 @@ _SERVER_ARGS = ("-m", "uvicorn", "--app-dir", "{app_dir}", "--factory", "prefect
                 "--host", "127.0.0.1", "--port", "{port}", "--log-level", "error", "--lifespan", "on")
 #: ... and the environment it adds (no UI; the server's ephemeral mode)
 _SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-
-
-def map_in_processes(fn: Callable[[T], R], items: Sequence[T], max_workers: int | None = None) -> list[R]:
-    """``[fn(x) for x in items]``, each call in a forked worker process; results in the order of ``items``.
-
-    For CPU-bound, pure functions (no Prefect, no database, no printing) whose arguments and
-    results pickle. ``max_workers`` defaults to one process per item, at most two per core
-    (the caller waits, so every core computes and none of the items waits for a slow one).
-    Runs in this process when there is one item, one core, or no ``fork`` (not Linux).
-    An exception of ``fn`` is re-raised here with its type and message; the items not yet
-    started are cancelled.
-    """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    workers = min(len(items), max_workers or 2 * cores)
-    if workers <= 1 or cores <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [fn(x) for x in items]
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_die_with_parent, initargs=(os.getpid(),))
-    try:
-        return list(pool.map(fn, items))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: SIGKILL this worker when its parent dies (Linux), or exit now if it has already."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the workers end when the pool's queue closes
-        pass
-    if os.getppid() != parent_pid:
-        os._exit(1)
 
 
 def _stop_and_reap(proc: subprocess.Popen[Any]) -> None:

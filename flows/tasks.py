@@ -31,7 +31,6 @@ from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
-from capplan.runtime import map_in_processes
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
@@ -126,16 +125,9 @@ def read_load_tests(cfg: CapplanConfig, resolved: list[pools.Pool]) -> pd.DataFr
 @_stage("forecast")
 def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig,
                  measured: dict[str, inputs.MeasuredInputs]) -> dict[str, demand.PlanDemand]:
-    """Each pool's hourly mean-QPS forecast and design peaks, as far as its history allows (the history policy).
-
-    The pools are forecast side by side, one forked process each (:func:`capplan.runtime.map_in_processes`).
-    """
-    jobs = [(hourly, months, cfg, measured[name].burst_ratio) for name, (hourly, _daily) in by_pool.items()]
-    return dict(zip(by_pool, map_in_processes(_plan_demand, jobs)))
-
-
-def _plan_demand(job: tuple) -> demand.PlanDemand:
-    return demand.plan_demand(*job)
+    """Each pool's hourly mean-QPS forecast and design peaks, as far as its history allows (the history policy)."""
+    return {name: demand.plan_demand(hourly, months, cfg, measured[name].burst_ratio)
+            for name, (hourly, _daily) in by_pool.items()}
 
 
 @_stage("size")

@@ -1,5 +1,5 @@
 """capplan/runtime.py: Prefect's temporary server dies with the capplan process that started it (issue 20, item 12),
-starts early on a thread (issue 24), and stage work forked into worker processes dies with it too."""
+starts early on a thread (issue 24)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from capplan.runtime import STOP_GRACE_S, map_in_processes
+from capplan.runtime import STOP_GRACE_S
 
 CAPPLAN = Path(sys.executable).with_name("capplan")
 
@@ -111,65 +111,6 @@ def _listening(proc: psutil.Process) -> bool:
         return any(c.status == psutil.CONN_LISTEN for c in proc.net_connections(kind="inet"))
     except psutil.Error:
         return False
-
-
-def _pid_and_square(x: int) -> tuple[int, int]:
-    return os.getpid(), x * x
-
-
-def _fail_on_three(x: int) -> int:
-    if x == 3:
-        raise ValueError(f"pool {x}: too short a history")
-    return x
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: map_in_processes runs in this process")
-def test_map_in_processes_equals_the_serial_map_in_order_and_runs_in_other_processes():
-    items = list(range(7))
-    results = map_in_processes(_pid_and_square, items, max_workers=3)
-    assert [r[1] for r in results] == [x * x for x in items]
-    pids = {r[0] for r in results}
-    assert os.getpid() not in pids and 1 < len(pids) <= 3
-
-
-def test_map_in_processes_of_one_item_runs_here():
-    assert map_in_processes(_pid_and_square, [4]) == [(os.getpid(), 16)]
-
-
-def test_map_in_processes_reraises_the_functions_error_with_its_message():
-    with pytest.raises(ValueError, match="pool 3: too short a history"):
-        map_in_processes(_fail_on_three, [1, 2, 3, 4])
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: map_in_processes runs in this process")
-def test_killing_the_parent_kills_its_workers_and_still_stops_the_server(tmp_path: Path):
-    # A stand-in for capplan in its forecast stage: a guarded "server", then workers that would run for minutes.
-    starter = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import os, subprocess, sys, time
-        from capplan.runtime import map_in_processes, start_guard
-        server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-        start_guard(server.pid)
-        print(server.pid, flush=True)
-        def work(i):
-            open(os.path.join({str(tmp_path)!r}, f"worker-{{i}}"), "w").write(str(os.getpid()))
-            time.sleep(300)
-        map_in_processes(work, [0, 1])
-    """)], stdout=subprocess.PIPE, text=True)
-    server_pid = int(starter.stdout.readline())
-    workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(workers) < 2:
-            workers = [int(f.read_text()) for f in tmp_path.glob("worker-*") if f.read_text()]
-            time.sleep(0.1)
-        assert len(workers) == 2, "the workers did not start"
-        starter.kill()
-        starter.wait(10)
-        assert all(_wait_gone(pid, 10) for pid in workers), "a worker outlived its parent"
-        assert _wait_gone(server_pid, STOP_GRACE_S + 5), "a forked worker kept the guard's pipe open"
-    finally:
-        for pid in [server_pid, starter.pid, *workers]:
-            _kill(pid)
 
 
 def test_a_forked_child_does_not_hold_the_guards_pipe():
