@@ -57,7 +57,8 @@ def import_files(
     paths: list[Path] = typer.Argument(..., help="Result files of vLLM, SGLang, GuideLLM, AIPerf, GenAI-Perf or llmperf."),
     config: Path | None = CONFIG_OPTION,
     db: Path | None = DB_OPTION,
-    pool: str | None = typer.Option(None, "--pool", help="Pool the runs measured (default: each run's model id)."),
+    pool: str | None = typer.Option(None, "--pool", help="Pool the runs measured (default: the config's pool that "
+                                    "serves or runs each run's model id, else its only or first pool)."),
     gpus_per_replica: int | None = typer.Option(
         None, "--gpus-per-replica", min=1, help="GPUs per replica (default: the file's tensor parallel, else 1)."),
     replicas: int = typer.Option(1, "--replicas", min=1, help="Replicas behind the endpoint the tool loaded."),
@@ -67,6 +68,7 @@ def import_files(
     """Store each run of each file in the load_tests table (re-importing a file is a no-op)."""
     from capplan.loadtest.formats import TOOLS, LoadTestFormatError
     from capplan.loadtest.store import import_file
+    from capplan.plan.pools import pool_for_model_id
 
     if tool != "auto" and tool not in TOOLS:
         fail(f"--tool {tool!r}: expected auto or one of {', '.join(TOOLS)}", code=2)
@@ -80,7 +82,8 @@ def import_files(
         for path in paths:
             try:
                 results.append(import_file(con, path, tool=tool, pool=pool, replicas=replicas,
-                                           gpus_per_replica=gpus_per_replica))
+                                           gpus_per_replica=gpus_per_replica,
+                                           pool_of_model=lambda model_id: pool_for_model_id(cfg, model_id)))
             except LoadTestFormatError as exc:
                 errors.append(str(exc))
     finally:

@@ -7,6 +7,7 @@ name, stores nothing (``unchanged``). Queries live in ``sql/``; values enter as 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +55,8 @@ def file_sha256(path: str | Path) -> str:
 
 
 def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str = "auto", pool: str | None = None,
-                replicas: int = 1, gpus_per_replica: int | None = None) -> ImportResult:
+                replicas: int = 1, gpus_per_replica: int | None = None,
+                pool_of_model: Callable[[str | None], str | None] | None = None) -> ImportResult:
     """Parse ``path`` and store its runs, unless a file with the same content is stored already.
 
     Parameters
@@ -62,7 +64,9 @@ def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str =
     tool : str
         ``"auto"`` or a tool of :data:`capplan.loadtest.formats.TOOLS`.
     pool : str, optional
-        Pool the runs measured; default: each run's model id (``"default"`` when the file has none).
+        Pool the runs measured; default: ``pool_of_model(run.model_id)`` (the config's pools,
+        :func:`capplan.plan.pools.pool_for_model_id`), else each run's model id (``"default"``
+        when the file has none).
     replicas : int
         Replicas behind the endpoint the tool loaded. [count]
     gpus_per_replica : int, optional
@@ -85,23 +89,23 @@ def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str =
     try:
         for run in runs:
             con.execute(sql.load("stg_loadtest_insert_run"),
-                        _row(run, digest, path, now, pool, replicas, gpus_per_replica))
+                        _row(run, digest, path, now, _pool(run, pool, pool_of_model), replicas, gpus_per_replica))
         con.commit()
     except BaseException:
         con.rollback()
         raise
-    pools = sorted({_pool(run, pool) for run in runs})
+    pools = sorted({_pool(run, pool, pool_of_model) for run in runs})
     return ImportResult(str(path), "imported", runs[0].tool, len(runs), ", ".join(pools))
 
 
-def _pool(run: LoadTestRun, pool: str | None) -> str:
-    return pool or run.model_id or "default"
+def _pool(run: LoadTestRun, pool: str | None, pool_of_model: Callable[[str | None], str | None] | None) -> str:
+    return pool or (pool_of_model and pool_of_model(run.model_id)) or run.model_id or "default"
 
 
-def _row(run: LoadTestRun, digest: str, path: str | Path, now: datetime, pool: str | None, replicas: int,
+def _row(run: LoadTestRun, digest: str, path: str | Path, now: datetime, pool: str, replicas: int,
          gpus_per_replica: int | None) -> dict[str, Any]:
     return {**run.to_row(), "file_sha256": digest, "file_path": str(path), "imported_at_utc": now,
-            "pool": _pool(run, pool), "replicas": replicas,
+            "pool": pool, "replicas": replicas,
             "gpus_per_replica": gpus_per_replica or run.tensor_parallel or 1}
 
 

@@ -168,6 +168,43 @@ def config_pools(cfg: CapplanConfig) -> list[Pool]:
     return [_pool_of(cfg, i, p, tuple(p.models or [p.name])) for i, p in enumerate(cfg.pools, start=1)]
 
 
+def catalogue_model_of(model_id: str, catalogue: list[str]) -> str | None:
+    """The catalogue model a served model id names, or ``None``.
+
+    A load-test tool records the id the server was started with (a Hugging Face repository as
+    a rule): its last path segment, lower-cased and without a leading ``meta-``, is the
+    catalogue key or starts with it and a dash (``meta-llama/Meta-Llama-3.1-8B-Instruct-FP8``
+    → ``llama-3.1-8b``). The longest matching key wins.
+    """
+    name = model_id.rsplit("/", 1)[-1].lower().removeprefix("meta-")
+    matches = [k for k in catalogue if name == k.lower() or name.startswith(k.lower() + "-")]
+    return max(matches, key=len) if matches else None
+
+
+def pool_for_model_id(cfg: CapplanConfig, model_id: str | None) -> str | None:
+    """The pool a load-test run measured, from the model id it records (``capplan loadtest import``
+    without ``--pool``; docs/loadtests.md).
+
+    In order: the pool whose ``models`` list the id; the pool that runs (``model``) or serves the
+    catalogue model the id names (:func:`catalogue_model_of`), the first in config order; else
+    the config's only or first pool. Without ``[[pools]]`` the pools are the log models, named
+    as in the logs: the catalogue model the id names, else the id itself.
+    """
+    if not model_id:
+        return cfg.pools[0].name if cfg.pools else None
+    key = catalogue_model_of(model_id, list(load_models(cfg.sizing.model_catalogue)))
+    if not cfg.pools:
+        return key or model_id
+    for p in cfg.pools:
+        if model_id in p.models:
+            return p.name
+    if key is not None:
+        for p in cfg.pools:
+            if (p.model or cfg.sizing.model) == key or key in p.models:
+                return p.name
+    return cfg.pools[0].name
+
+
 def unused_pools(cfg: CapplanConfig, pools: list[Pool]) -> list[str]:
     """Names of ``[[pools]]`` entries that serve no model in the logs (left out of the plan)."""
     kept = {p.name for p in pools}

@@ -101,3 +101,16 @@ def test_export_on_generated_logs(tmp_path):
     assert {p.name for p in out.iterdir()} == {"trace.jsonl", "lengths.jsonl", "lengths.json", "PLAN.md"}
     missing = _invoke("export", "--db", db, "--model", "nope", "--out", out)
     assert missing.exit_code == 1 and "models there" in missing.output
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/loadtests not beside the repo")
+def test_import_without_pool_files_each_run_under_the_pool_that_runs_its_model(tmp_path):
+    """vLLM's real files record ``meta-llama/Llama-3.1-8B-Instruct``: with pools in the config they belong to the
+    pool that runs ``llama-3.1-8b`` (not the first pool, not a pool named after the id)."""
+    config = tmp_path / "capplan.toml"
+    config.write_text('[[pools]]\nname = "large"\nmodels = ["big"]\nmodel = "llama-3.1-70b"\n\n'
+                      '[[pools]]\nname = "chat"\nmodels = ["small"]\nmodel = "llama-3.1-8b"\n', encoding="utf-8")
+    files = sorted((SHARED / "vllm-bench-serve").glob("H100_*.json"))[:2]
+    result = _invoke("import", *files, "--config", config, "--db", tmp_path / "lt.duckdb", "--json")
+    assert result.exit_code == 0, result.output
+    assert [f["pool"] for f in json.loads(result.output)["files"]] == ["chat", "chat"]

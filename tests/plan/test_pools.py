@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from capplan.config import ConfigError, parse_config
-from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, gpu_options, pool_fleet_spec, pool_latency_targets,
-                                pool_notes, pool_traffic, priced_gpus, resolve_pools, token_mix_of, unused_pools)
+from capplan.config import CapplanConfig, ConfigError, PoolConfig, parse_config
+from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, catalogue_model_of, gpu_options, pool_fleet_spec,
+                                pool_for_model_id, pool_latency_targets, pool_notes, pool_traffic, priced_gpus, resolve_pools, token_mix_of, unused_pools)
 from capplan.plan.throughput import modelled_throughput
 from capplan.sizing.catalogue import load_gpus
 
@@ -143,3 +143,32 @@ def test_the_histogram_mix_is_used_when_measured(measured):
     assert "(histogram)" in spec.throughput_note
     # the same mean but a second moment: E[n²] = (400² + 1200²) / 2 = 800,000 > 800² — prefill attention grows
     assert spec.gpu_output_tokens_per_s <= pool_fleet_spec(cfg, pool, measured=measured).gpu_output_tokens_per_s
+
+
+@pytest.mark.parametrize(("model_id", "key"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct-FP8", "llama-3.1-70b"),
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+    ("llama-3.1-405b", "llama-3.1-405b"),
+    ("meta-llama/Llama-3.1-80B", None),  # a key followed by more digits is another model
+    ("gpt2", None),
+])
+def test_a_served_model_id_names_its_catalogue_model(model_id, key):
+    catalogue = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b", "qwen2.5-72b"]
+    assert catalogue_model_of(model_id, catalogue) == key
+
+
+def test_a_load_test_run_belongs_to_the_pool_that_serves_or_runs_its_model():
+    cfg = CapplanConfig(pools=[
+        PoolConfig(name="chat", models=["chat-8b"], model="llama-3.1-8b"),
+        PoolConfig(name="large", models=["llama-3.1-70b", "tenant-x"], model="llama-3.1-70b"),
+        PoolConfig(name="rest", models=["*"], model="qwen2.5-7b"),
+    ])
+    assert pool_for_model_id(cfg, "tenant-x") == "large"  # listed by name
+    assert pool_for_model_id(cfg, "meta-llama/Llama-3.1-8B-Instruct") == "chat"  # runs its catalogue model
+    assert pool_for_model_id(cfg, "Qwen/Qwen2.5-7B-Instruct") == "rest"
+    assert pool_for_model_id(cfg, "mistralai/Mistral-Large") == "chat"  # failing that, the first pool
+    assert pool_for_model_id(cfg, None) == "chat"
+    bare = CapplanConfig()  # no [[pools]]: the pools are the log models, named as the catalogue names them
+    assert pool_for_model_id(bare, "meta-llama/Llama-3.1-70B-Instruct") == "llama-3.1-70b"
+    assert pool_for_model_id(bare, "my-finetune") == "my-finetune"
