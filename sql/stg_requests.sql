@@ -24,7 +24,8 @@
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
 -- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model (the model of rows that
--- have none: the source's `model`, else 'default').
+-- have none: the source's `model`, else 'default'), $max_duration_ms (the longest plausible TTFT or
+-- latency [ms]; capplan.ingest.columns.MAX_DURATION_MS).
 with
 
 source as (
@@ -124,12 +125,13 @@ checked as (
             -- the columns are INTEGER: reached only when context_limit_tokens is set above 2^31 - 1
             when p.input_tokens_number > 2147483647 or p.output_tokens_number > 2147483647 then 'tokens_out_of_range'
             when p.status_code is null then 'status_unknown'
-            -- nan and inf are no durations: the profile's arithmetic cannot hold them
-            when not isfinite(p.ttft_ms_number) or p.ttft_ms_number < 0
+            -- nan and inf are no durations: the profile's arithmetic cannot hold them; nor is a finite value
+            -- beyond $max_duration_ms (1e300 would overflow the in-flight sweep's microseconds)
+            when not isfinite(p.ttft_ms_number) or p.ttft_ms_number < 0 or p.ttft_ms_number > $max_duration_ms
                 or (p.ttft_ms_number is null and nullif(trim(cast(p.ttft_ms_raw as varchar)), '') is not null)
                 then 'ttft_ms_invalid'
             -- nan and inf are no durations: the profile's arithmetic cannot hold them
-            when not isfinite(p.latency_ms_number) or p.latency_ms_number < 0
+            when not isfinite(p.latency_ms_number) or p.latency_ms_number < 0 or p.latency_ms_number > $max_duration_ms
                 or (p.latency_ms_number is null and nullif(trim(cast(p.latency_ms_raw as varchar)), '') is not null)
                 then 'latency_ms_invalid'
         end as rule
@@ -181,9 +183,10 @@ final as (
                 when 'status_unknown' then 'status: '
                     || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
                     || ' is not an HTTP code 100-599 or a success/failure word'
-                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a finite number >= 0'
+                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar))
+                    || ' is not a finite number from 0 to ' || $max_duration_ms || ' ms (one day)'
                 when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
-                    || ' is not a finite number >= 0'
+                    || ' is not a finite number from 0 to ' || $max_duration_ms || ' ms (one day)'
             end
         end as detail,
         case when rule is not null then to_json(raw) end as raw_json
