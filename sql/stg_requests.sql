@@ -6,7 +6,8 @@
 -- writes its result, every row, to `request_rows`, so the file is read once.
 -- `ingest_raw` columns (built by capplan.ingest.readers from the reader's column types):
 --   source_row (1-based data row of the file), raw (the row as read), raw_error (a rule the reader
---   already knows is broken, e.g. json_malformed; else null);
+--   already knows is broken, e.g. json_malformed, csv_wrong_column_count; else null), raw_detail (its
+--   detail, when the reader words it);
 --   the timestamp in exactly one of four forms, the other three null:
 --     ts_utc_raw (VARCHAR text), ts_utc_instant (TIMESTAMP, UTC: a typed zone-aware column),
 --     ts_utc_wall (TIMESTAMP, naive wall time in $timezone: a typed naive column),
@@ -37,6 +38,7 @@ numbers as (
         source_row,
         raw,
         raw_error,
+        raw_detail,
         ts_utc_raw,
         ts_utc_instant,
         ts_utc_wall,
@@ -52,7 +54,8 @@ numbers as (
         try_cast(ttft_ms_raw as double) as ttft_ms_number,
         try_cast(latency_ms_raw as double) as latency_ms_number,
         ingest_text(model_raw) as model_text,
-        ingest_text(request_id_raw) as request_id_text,
+        -- a row the reader already knows is malformed has no trustworthy id: it is no id's first occurrence
+        case when raw_error is null then ingest_text(request_id_raw) end as request_id_text,
         ingest_text(tenant_raw) as tenant_text,
         ingest_text(zone_raw) as zone_text
     from source
@@ -157,6 +160,8 @@ final as (
         case when rule is not null then
             case rule
                 when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
+                when 'csv_wrong_column_count' then raw_detail
+                when 'csv_unbalanced_quote' then raw_detail
                 when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
                 when 'timestamp_unparseable' then 'ts_utc: '
                     || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar),

@@ -21,6 +21,8 @@ CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status
 REQUIRED_COLUMNS = ("ts_utc", "input_tokens", "output_tokens")
 #: canonical columns whose check is numeric: a source column of a numeric type stays typed
 NUMERIC_COLUMNS = ("input_tokens", "output_tokens", "status", "ttft_ms", "latency_ms")
+#: canonical columns loaded as text (a malformed value cannot fail a parse)
+TEXT_COLUMNS = ("model", "request_id", "tenant", "zone")
 #: Raw value given to an optional column the source lacks (the rest become null).
 DEFAULT_MODEL = "default"
 DEFAULT_STATUS = "200"
