@@ -108,7 +108,7 @@ def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
         plans = []
         for pool in resolve_pools(cfg, sorted(by_model["model"].unique())):
             hourly, _daily = pool_traffic(by_model, pool)
-            measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
+            measured = measure_inputs(con, hourly, cfg, models=list(pool.models), pool=pool)
             demand = plan_demand(hourly, [month], cfg, measured.burst_ratio)  # the plan's own demand stage
             plans.append(plan_pool(cfg, pool, demand.forecast, [month], measured, peaks=demand.peaks))
         return plans
