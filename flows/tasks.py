@@ -111,7 +111,7 @@ def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
                         by_pool: dict) -> dict[str, inputs.MeasuredInputs]:
     """Measure each pool's token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
     with connect(cfg.database.path, read_only=True) as con:
-        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models))
+        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models), pool=p)
                 for p in resolved}
 
 

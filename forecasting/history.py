@@ -136,7 +136,8 @@ def window_note(output: str, history_h: float, needed_days: float) -> str | None
     """A sentence when ``history_h`` is shorter than the ``needed_days`` an output (SLO window, drift baseline) needs."""
     if history_h >= needed_days * 24:
         return None
-    return f"{output} needs {needed_days:g} days of history; only {history_h / 24:.1f} days exist"
+    have = f"{history_h:.1f} h" if history_h < 48 else f"{history_h / 24:.1f} days"  # an hour is no "0.0 days"
+    return f"{output} needs {needed_days:g} days of history; only {have} exist"
 
 
 def observed_log_spread(y: pd.Series, requests_per_step: pd.Series | None = None) -> float:

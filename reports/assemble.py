@@ -131,19 +131,24 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
     bursts = ", ".join(f"{p.name} {p.measured.burst_ratio:.2f} ({p.measured.sources.get('burst_ratio', 'measured')})"
                        for p in plans)
     shown = _shown_span(recent(plans[0]))  # the caption says what exists, not HISTORY_DAYS_SHOWN
+    drift = inputs.cfg.drift
+    token_caption = (f"Share of requests by input and output length, baseline ({drift.baseline_days} days) "
+                     f"against the latest {drift.window_days} days.")
+    if "baseline" not in set(inputs.drift.token_hist.get("window", ())):  # too little history for a baseline
+        token_caption = (f"Share of requests by input and output length in the latest {drift.window_days} days "
+                         f"only: no baseline to compare with (the drift test needs {drift.baseline_days + drift.window_days}"
+                         f" days of history).")
     out = [
         Chart("qps-forecast", "Hourly QPS and forecast, per pool",
               f"Mean QPS per hour of each pool, {shown} and its own forecast to the end of "
               f"the horizon; shaded: prediction intervals. Each pool is sized for the month's busiest hour times "
-              f"its measured peak-to-mean ratio of requests in flight ({bursts}).",
+              f"its peak-to-mean ratio of requests in flight ({bursts}).",
               _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
                         lambda p: (recent(p), p.forecast))),
         Chart("peak-to-average", "Daily peak-to-average",
               "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
               "the mean.", charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
-        Chart("token-distributions", "Token lengths and their drift",
-              f"Share of requests by input and output length, baseline ({inputs.cfg.drift.baseline_days} days) "
-              f"against the latest {inputs.cfg.drift.window_days} days.",
+        Chart("token-distributions", "Token lengths and their drift", token_caption,
               charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
         Chart("fleet-gpus-by-month", "Fleet GPUs by month",
               "GPUs at P50 per month, stacked by pool; whisker: the fleet's P90 (the sum of the pools' P90s, an "
@@ -357,6 +362,8 @@ def _shown_span(recent: pd.Series) -> str:
     hours = len(recent)
     if hours >= HISTORY_DAYS_SHOWN * 24:
         return f"last {HISTORY_DAYS_SHOWN} days"
+    if hours == 1:
+        return "the 1 hour of history"
     return f"all {hours} hours of history" if hours < 48 else f"all {hours / 24:.1f} days of history"
 
 

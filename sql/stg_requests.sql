@@ -6,7 +6,8 @@
 -- writes its result, every row, to `request_rows`, so the file is read once.
 -- `ingest_raw` columns (built by capplan.ingest.readers from the reader's column types):
 --   source_row (1-based data row of the file), raw (the row as read), raw_error (a rule the reader
---   already knows is broken, e.g. json_malformed; else null);
+--   already knows is broken, e.g. json_malformed, csv_wrong_column_count; else null), raw_detail (its
+--   detail, when the reader words it);
 --   the timestamp in exactly one of four forms, the other three null:
 --     ts_utc_raw (VARCHAR text), ts_utc_instant (TIMESTAMP, UTC: a typed zone-aware column),
 --     ts_utc_wall (TIMESTAMP, naive wall time in $timezone: a typed naive column),
@@ -24,7 +25,8 @@
 -- $context_limit_tokens [tokens], $timezone (IANA zone of naive timestamps),
 -- $unit_us (microseconds per numeric timestamp unit; null when none is configured),
 -- $origin_utc (start of relative timestamps, UTC; null for epoch), $default_model (the model of rows that
--- have none: the source's `model`, else 'default').
+-- have none: the source's `model`, else 'default'), $max_duration_ms (the longest plausible TTFT or
+-- latency [ms]; capplan.ingest.columns.MAX_DURATION_MS).
 with
 
 source as (
@@ -36,6 +38,7 @@ numbers as (
         source_row,
         raw,
         raw_error,
+        raw_detail,
         ts_utc_raw,
         ts_utc_instant,
         ts_utc_wall,
@@ -51,7 +54,8 @@ numbers as (
         try_cast(ttft_ms_raw as double) as ttft_ms_number,
         try_cast(latency_ms_raw as double) as latency_ms_number,
         ingest_text(model_raw) as model_text,
-        ingest_text(request_id_raw) as request_id_text,
+        -- a row the reader already knows is malformed has no trustworthy id: it is no id's first occurrence
+        case when raw_error is null then ingest_text(request_id_raw) end as request_id_text,
         ingest_text(tenant_raw) as tenant_text,
         ingest_text(zone_raw) as zone_text
     from source
@@ -124,12 +128,13 @@ checked as (
             -- the columns are INTEGER: reached only when context_limit_tokens is set above 2^31 - 1
             when p.input_tokens_number > 2147483647 or p.output_tokens_number > 2147483647 then 'tokens_out_of_range'
             when p.status_code is null then 'status_unknown'
-            -- nan and inf are no durations: the profile's arithmetic cannot hold them
-            when not isfinite(p.ttft_ms_number) or p.ttft_ms_number < 0
+            -- nan and inf are no durations: the profile's arithmetic cannot hold them; nor is a finite value
+            -- beyond $max_duration_ms (1e300 would overflow the in-flight sweep's microseconds)
+            when not isfinite(p.ttft_ms_number) or p.ttft_ms_number < 0 or p.ttft_ms_number > $max_duration_ms
                 or (p.ttft_ms_number is null and nullif(trim(cast(p.ttft_ms_raw as varchar)), '') is not null)
                 then 'ttft_ms_invalid'
             -- nan and inf are no durations: the profile's arithmetic cannot hold them
-            when not isfinite(p.latency_ms_number) or p.latency_ms_number < 0
+            when not isfinite(p.latency_ms_number) or p.latency_ms_number < 0 or p.latency_ms_number > $max_duration_ms
                 or (p.latency_ms_number is null and nullif(trim(cast(p.latency_ms_raw as varchar)), '') is not null)
                 then 'latency_ms_invalid'
         end as rule
@@ -155,6 +160,8 @@ final as (
         case when rule is not null then
             case rule
                 when 'json_malformed' then 'line is not a JSON object; expected one JSON object per line'
+                when 'csv_wrong_column_count' then raw_detail
+                when 'csv_unbalanced_quote' then raw_detail
                 when 'timestamp_missing' then 'ts_utc: no value; expected a timestamp'
                 when 'timestamp_unparseable' then 'ts_utc: '
                     || coalesce(trim(ts_utc_raw), cast(ts_number as varchar), cast(ts_utc_wall as varchar),
@@ -181,9 +188,10 @@ final as (
                 when 'status_unknown' then 'status: '
                     || coalesce(lower(nullif(trim(cast(status_raw as varchar)), '')), 'no value')
                     || ' is not an HTTP code 100-599 or a success/failure word'
-                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar)) || ' is not a finite number >= 0'
+                when 'ttft_ms_invalid' then 'ttft_ms: ' || trim(cast(ttft_ms_raw as varchar))
+                    || ' is not a finite number from 0 to ' || $max_duration_ms || ' ms (one day)'
                 when 'latency_ms_invalid' then 'latency_ms: ' || trim(cast(latency_ms_raw as varchar))
-                    || ' is not a finite number >= 0'
+                    || ' is not a finite number from 0 to ' || $max_duration_ms || ' ms (one day)'
             end
         end as detail,
         case when rule is not null then to_json(raw) end as raw_json

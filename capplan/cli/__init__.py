@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
 
 # One BLAS thread unless the user chose otherwise: capplan's numerical work is many small matrices
 # (Kalman filters and Lyapunov solves in the forecasts), on which OpenBLAS's thread pool spins rather
@@ -17,6 +21,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import typer  # noqa: E402 - after the BLAS setting, by intent
+from typer.core import TyperGroup  # noqa: E402
 
 
 COMMAND_MODULES: list[str] = [
@@ -36,8 +41,45 @@ COMMAND_MODULES: list[str] = [
     "metrics",
 ]
 
+class JsonErrorGroup(TyperGroup):
+    """The ``capplan`` group: with ``--json`` anywhere in the arguments, every failure prints a JSON error.
+
+    ``{"error": {"type": ..., "message": ...}}`` on stdout (``type`` one of
+    :data:`capplan.cli._common.ERROR_TYPES`), whatever fails: a usage error (exit 2), a command's
+    own one-line error (:func:`capplan.cli._common.fail`, exit 1 or 2), or an unexpected exception
+    (``internal``, exit 1; its traceback goes to stderr, stdout stays one JSON document). Without
+    ``--json`` nothing changes: errors go to stderr and a crash shows its traceback.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        from capplan.cli._common import JSON_ERRORS, print_json_error
+
+        argv = list(sys.argv[1:] if args is None else args)
+        if "--json" not in argv or not standalone_mode:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        token = JSON_ERRORS.set(True)
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:  # bad options (typer's click errors): the usage message, as JSON too
+            exc.show()
+            print_json_error("usage", exc.format_message())
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            print_json_error("error", "aborted")
+            sys.exit(1)
+        except Exception as exc:  # a bug: the traceback for the report, on stderr
+            traceback.print_exc()
+            print_json_error("internal", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            sys.exit(1)
+        finally:
+            JSON_ERRORS.reset(token)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
 app = typer.Typer(
     name="capplan",
+    cls=JsonErrorGroup,
     help="Forecast LLM-serving traffic from request logs and plan the GPU fleet and its cost.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -24,10 +25,28 @@ DB_OPTION = typer.Option(None, "--db", help="DuckDB file (default: [database].pa
 JSON_OPTION = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print a one-line error (no stack trace) and exit non-zero."""
+#: Set by the ``capplan`` group while a command given ``--json`` runs (:class:`capplan.cli.JsonErrorGroup`):
+#: an error is then also a JSON object on stdout.
+JSON_ERRORS: ContextVar[bool] = ContextVar("capplan_json_errors", default=False)
+#: ``type`` of the JSON error object: what kind of failure (stable names, docs/cli.md)
+ERROR_TYPES = ("usage", "error", "database_locked", "internal")
+
+
+def fail(message: str, code: int = 1, kind: str | None = None) -> NoReturn:
+    """Print a one-line error (no stack trace) and exit non-zero; under ``--json`` also the JSON error object.
+
+    ``kind`` is the object's ``type`` (one of :data:`ERROR_TYPES`); by default ``usage`` for code 2 (bad
+    options or config), else ``error``.
+    """
     print_error(message)
+    if JSON_ERRORS.get():
+        print_json_error(kind or ("usage" if code == 2 else "error"), message)
     raise typer.Exit(code)
+
+
+def print_json_error(kind: str, message: str) -> None:
+    """Write ``{"error": {"type": kind, "message": message}}`` to stdout: what every ``--json`` failure prints."""
+    print_json({"error": {"type": kind, "message": message}})
 
 
 def print_error(message: str) -> None:
@@ -66,7 +85,7 @@ def open_requests_db(cfg: CapplanConfig, db: Path | None) -> duckdb.DuckDBPyConn
     try:
         con = connect(path, read_only=True)
     except DatabaseLockedError as exc:
-        fail(str(exc))
+        fail(str(exc), kind="database_locked")
     (has_requests,) = con.execute(sql.load("rpt_cli_table_exists"), {"table_name": "requests"}).fetchone()
     if not has_requests:
         fail(f"database {path} has no requests table; run `capplan ingest` first")

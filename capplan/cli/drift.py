@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Detect input/output-length drift, price it, and split the monthly cost change."""
         import pandas as pd
+        from rich.markup import escape
         from rich.table import Table
 
         from capplan.drift.decomposition import cost_change_decomposition
@@ -45,6 +46,7 @@ def register(app: typer.Typer) -> None:
         from capplan.drift.pricing import forecast_requests_per_month, monthly_requests, price_findings
         from capplan.drift.pricing import request_costs
         from capplan.forecasting.history import window_note
+        from capplan.profile.exposure import observed_span
 
         if volume not in ("forecast", "recent"):
             fail(f"--volume {volume!r}: expected 'forecast' or 'recent'")
@@ -52,6 +54,7 @@ def register(app: typer.Typer) -> None:
         con = open_requests_db(cfg, db)
         try:
             hist = daily_histograms(con)
+            spans = observed_span(con)  # the hours of history (a day of histograms may hold one hour)
         finally:
             con.close()
         if hist.empty:
@@ -59,8 +62,10 @@ def register(app: typer.Typer) -> None:
         try:
             costs = request_costs(cfg, hist["model"].unique())
             windows = window_comparisons(hist, cfg.drift)
-            per_month = (forecast_requests_per_month(hist, cfg.forecast.horizon_months) if volume == "forecast"
-                         else monthly_requests(hist))
+            # the volume prices the windows compared: with none (too little history) a forecast is not needed,
+            # and cannot be made from a day or two
+            per_month = (forecast_requests_per_month(hist, cfg.forecast.horizon_months)
+                         if volume == "forecast" and len(windows) else monthly_requests(hist))
             findings = price_findings(hist, windows, costs, per_month, cfg.drift.window_days)
             # by default the last two months the log covers from their first to their last day
             first_full = (hist["day_utc"].min() - pd.Timedelta(days=1)).to_period("M") + 1
@@ -71,13 +76,16 @@ def register(app: typer.Typer) -> None:
             if month_before or month_after or before >= first_full:
                 parts = cost_change_decomposition(hist, str(before), str(after), costs)
                 cost_change["usd_change"] = dict(zip(parts["component"], parts["usd_change"]))
+            elif after < first_full:
+                cost_change["skipped"] = (f"the log covers no whole month ({hist['day_utc'].min():%Y-%m-%d} to "
+                                          f"{hist['day_utc'].max():%Y-%m-%d}); a cost change compares two")
             else:
                 cost_change["skipped"] = (f"the log does not cover all of {before} (it starts "
                                           f"{hist['day_utc'].min():%Y-%m-%d}); pass --month-before/--month-after")
         except (ValueError, KeyError) as exc:
             fail(str(exc).strip("'\""))
-        days = int(hist["day_utc"].nunique())
-        needed = window_note("a drift test", days * 24, cfg.drift.baseline_days + cfg.drift.window_days)
+        hours = sum((last - first).total_seconds() for first, last in spans) / 3600
+        needed = window_note("a drift test", hours, cfg.drift.baseline_days + cfg.drift.window_days)
         payload = {"volume_source": volume, "windows_compared": int(len(windows)),
                    "windows_alerting": int(windows["alert"].sum()),
                    "findings": findings.to_dict("records"), "cost_change": cost_change,
@@ -85,7 +93,7 @@ def register(app: typer.Typer) -> None:
         if not len(windows):  # nothing compared is not "no drift"
             payload["not_tested"] = (f"no window could be compared: {needed or 'too few days with traffic'} "
                                      f"({cfg.drift.window_days}-day window after a {cfg.drift.baseline_days}-day "
-                                     f"baseline; \\[drift] window_days and baseline_days)")
+                                     f"baseline; [drift] window_days and baseline_days)")
         if as_json:
             print_json(payload)
             return
@@ -99,7 +107,7 @@ def register(app: typer.Typer) -> None:
                           f"{f['usd_per_request_change']:+.3g}", f"{f['gpus_change']:+.3g}",
                           f"{f['usd_per_month_change']:+,.2f}")
         if "not_tested" in payload:
-            console.print(f"drift not tested: {payload['not_tested']}", highlight=False)
+            console.print(f"drift not tested: {escape(payload['not_tested'])}", highlight=False)
         else:
             console.print(table if payload["findings"] else "no drift found")
             for f in payload["findings"]:
@@ -114,4 +122,4 @@ def register(app: typer.Typer) -> None:
             console.print(f"cost change {cost_change['month_before']} → {cost_change['month_after']} [USD]: " + ", ".join(
                 f"{k} {v:+,.2f}" for k, v in cost_change["usd_change"].items()), highlight=False)
         else:
-            console.print(f"cost change not computed: {cost_change['skipped']}", highlight=False)
+            console.print(f"cost change not computed: {escape(cost_change['skipped'])}", highlight=False)

@@ -108,9 +108,7 @@ def ingest(
     try:
         con = connect(db_path(cfg, db))
     except DatabaseLockedError as exc:
-        if as_json:  # a JSON reader gets an object, not an empty stdout
-            print_json({"error": str(exc), "status": "error"})
-        fail(str(exc))
+        fail(str(exc), kind="database_locked")
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[rows]:,} rows read"), console=console, transient=True,

@@ -51,10 +51,31 @@ def _print_summary(s: dict) -> None:
     if "status" in unknown:
         out.print("SLI: not measurable from these logs (status was not logged; every request was given 200)")
         return
+    if sli.get("not_measurable"):
+        out.print(f"SLI: {sli['not_measurable']}", highlight=False)
     out.print(f"SLI (TTFT ≤ {sli['ttft_threshold_ms']:g} ms): valid {_fmt(sli['valid_events'])}  "
               f"good {_fmt(sli['good_events'])}  good fraction {_fmt(sli['good_fraction'], 5)}  "
               f"success rate {_fmt(sli['success_rate'], 5)}  TTFT p50/p95/p99 "
               f"{_fmt(sli['ttft_p50_ms'])}/{_fmt(sli['ttft_p95_ms'])}/{_fmt(sli['ttft_p99_ms'])} ms")
+
+
+def _unknown_is_not_perfect(sli: dict, defaulted: dict[str, dict]) -> dict:
+    """``sli`` with the figures that rest only on defaulted columns set to None, and ``not_measurable`` saying why.
+
+    No row logged ``status``: every request was given 200, so the success rate, the valid and good
+    events and the good fraction would read 100 %. No row logged ``ttft_ms``: the good fraction
+    (2xx within the TTFT threshold) is unknown.
+    """
+    unknown = [c for c in ("status", "ttft_ms") if c in defaulted
+               and defaulted[c]["rows_defaulted"] >= defaulted[c]["rows_loaded"]]
+    if not unknown:
+        return sli
+    gone = ({"valid_events", "good_events", "success_rate", "good_fraction"} if "status" in unknown
+            else {"good_events", "good_fraction"})
+    reason = "; ".join(f"{c} was not logged in any loaded row" + (" (every request was given status 200)"
+                                                                 if c == "status" else "") for c in unknown)
+    return {k: (None if k in gone else v) for k, v in sli.items()} | {
+        "not_measurable": f"{', '.join(sorted(gone))}: not measurable from these logs: {reason}"}
 
 
 def _defaulted(con) -> dict[str, dict]:
@@ -127,7 +148,7 @@ def profile(
     try:
         con = connect(path, read_only=not writes)
     except DatabaseLockedError as exc:
-        fail(str(exc))
+        fail(str(exc), kind="database_locked")
     try:
         if writes:
             from capplan.profile.refresh import refresh_rollups
@@ -142,6 +163,7 @@ def profile(
             fail(f"no requests for model {model!r} in {path}")
         written = _write_frames(con, out, fmt, model, since, cfg) if out is not None else []
         summary["defaulted_columns"] = _defaulted(con)
+        summary["sli"] = _unknown_is_not_perfect(summary["sli"], summary["defaulted_columns"])
     except (stage.ProfileError, ValueError, duckdb.Error) as exc:
         fail(str(exc).splitlines()[0])
     finally:

@@ -107,7 +107,7 @@ def actual_month(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig, pool: Pool,
     part = hourly.set_index("hour_utc").reindex(hours)
     part["avg_qps"] = part["avg_qps"].where(part["avg_qps"].notna() & ~part["is_gap"].fillna(True).astype(bool),
                                             0.0)
-    measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
+    measured = measure_inputs(con, hourly, cfg, models=list(pool.models), pool=pool)
     spec = pool_fleet_spec(cfg, pool, gpu, tensor_parallel, measured, load_tests_for_plan(con, [pool.name]))
     qps = measured.burst_ratio * part["avg_qps"].where(observed).to_numpy(float)  # [requests/s]
     need = np.full(len(hours), np.nan)

@@ -120,7 +120,7 @@ def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
         plans = []
         for pool in _pools(by_model, cfg, month):
             hourly, _daily = pool_traffic(by_model, pool)
-            measured = measure_inputs(con, hourly, cfg, models=list(pool.models))
+            measured = measure_inputs(con, hourly, cfg, models=list(pool.models), pool=pool)
             demand = plan_demand(hourly, [month], cfg, measured.burst_ratio)  # the plan's own demand stage
             plans.append(plan_pool(cfg, pool, demand.forecast, [month], measured, peaks=demand.peaks))
         return plans

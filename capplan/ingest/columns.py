@@ -21,6 +21,8 @@ CANONICAL_COLUMNS = ("ts_utc", "input_tokens", "output_tokens", "model", "status
 REQUIRED_COLUMNS = ("ts_utc", "input_tokens", "output_tokens")
 #: canonical columns whose check is numeric: a source column of a numeric type stays typed
 NUMERIC_COLUMNS = ("input_tokens", "output_tokens", "status", "ttft_ms", "latency_ms")
+#: canonical columns loaded as text (a malformed value cannot fail a parse)
+TEXT_COLUMNS = ("model", "request_id", "tenant", "zone")
 #: Raw value given to an optional column the source lacks (the rest become null).
 DEFAULT_MODEL = "default"
 DEFAULT_STATUS = "200"
@@ -31,6 +33,11 @@ PRESETS: dict[str, dict[str, str]] = {
     # Azure LLM inference traces (AzurePublicDataset): TIMESTAMP, ContextTokens, GeneratedTokens
     "azure": {"ts_utc": "TIMESTAMP", "input_tokens": "ContextTokens", "output_tokens": "GeneratedTokens"},
 }
+#: The longest plausible TTFT or latency [ms] (assumed): one day. An LLM request that runs longer is a
+#: logging error (a wrong unit, an uninitialised field), not a measurement, and one such value breaks
+#: latency sums and the in-flight sweep's lookback (every refresh re-reads that far back): such rows are
+#: quarantined (``ttft_ms_invalid``, ``latency_ms_invalid``). Batch APIs complete within 24 h.
+MAX_DURATION_MS = 86_400_000
 #: microseconds per unit of a numeric timestamp
 UNIT_US = {"s": 1e6, "ms": 1e3, "us": 1.0}
 

@@ -14,6 +14,7 @@ import pandera.pandas as pa
 
 from capplan.config import IngestConfig
 from capplan.ingest import queries
+from capplan.ingest.columns import MAX_DURATION_MS
 from capplan.ingest.errors import IngestError
 
 #: Contract of one loaded request row (table ``requests``, without ``file_id``). A schema object,
@@ -27,8 +28,8 @@ RequestRow = pa.DataFrameSchema(
         "output_tokens": pa.Column(int, pa.Check.ge(0), description="Generated tokens. [tokens]"),
         "model": pa.Column(str, pa.Check.str_length(min_value=1), description="Model name."),
         "status": pa.Column(int, pa.Check.in_range(100, 599), description="HTTP status code."),
-        "ttft_ms": pa.Column(float, pa.Check.ge(0), nullable=True, description="Time to first token. [ms]"),
-        "latency_ms": pa.Column(float, pa.Check.ge(0), nullable=True, description="Arrival to last token. [ms]"),
+        "ttft_ms": pa.Column(float, pa.Check.in_range(0, MAX_DURATION_MS), nullable=True, description="Time to first token. [ms]"),
+        "latency_ms": pa.Column(float, pa.Check.in_range(0, MAX_DURATION_MS), nullable=True, description="Arrival to last token. [ms]"),
         "request_id": pa.Column(str, nullable=True),
         "tenant": pa.Column(str, nullable=True),
         "zone": pa.Column(str, nullable=True),

@@ -24,7 +24,8 @@ from capplan import sql
 #: What each defaulted column makes unmeasurable, for messages.
 DEPENDENTS = {"status": "success rate and every SLI (each request was given status 200)",
               "ttft_ms": "TTFT SLIs and percentiles", "latency_ms": "latency and requests in flight",
-              "model": "the per-model split (every request was given model 'default')",
+              "model": "the per-model split (every request of such a file was given one model: the source's "
+                       "`model` / --model, else 'default')",
               "tenant": "per-tenant shares", "request_id": "duplicate detection by id", "zone": "per-zone shares"}
 
 

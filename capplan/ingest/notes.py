@@ -50,5 +50,8 @@ def all_quarantined_message(path: Path, rows: int, top_rules: Sequence[tuple[str
     """The message of a file whose ``rows`` rows were all quarantined; ``top_rules``: (rule, rows, a detail),
     commonest first (the first three are named)."""
     rules = "; ".join(f"{rule} {n:,} (e.g. {detail})" for rule, n, detail in top_rules[:3])
-    return (f"{path}: every row ({rows:,}) was quarantined, so nothing was loaded: {rules}. Fix the options "
-            "(--map, --timestamp-unit, --origin, --timezone) or pass --allow-all-quarantined to load it anyway")
+    fix = "the options (--map, --timestamp-unit, --origin, --timezone)"
+    if top_rules and top_rules[0][0] == "csv_wrong_column_count":  # every line disagrees with the header
+        fix = "the file's header (it names another number of columns than the lines have) or its delimiter"
+    return (f"{path}: every row ({rows:,}) was quarantined, so nothing was loaded: {rules}. Fix {fix} "
+            "or pass --allow-all-quarantined to load it anyway")

@@ -1,12 +1,12 @@
 """Open one request-log file with DuckDB's reader as the temp view ``ingest_raw`` (CSV, Parquet, JSON lines).
 
 ``ingest_raw`` has the columns ``sql/stg_requests.sql`` parses: ``source_row``, ``raw`` (the
-row as read), ``raw_error``, the timestamp in one of four forms and one ``<canonical>_raw``
-column per canonical column, built from the source's column mapping
-(:func:`capplan.ingest.columns.column_mapping`). Text formats are read as VARCHAR, so the reader
-rejects nothing silently; Parquet columns the file already types stay typed (the typed fast
-path). Optional columns the source lacks get their defaults. Owns the reader settings (line
-size, buffer) and :class:`Raw`, what the reader gave and rejected.
+row as read), ``raw_error`` and ``raw_detail`` (a rule the reader already knows broken, and its
+words), the timestamp in one of four forms and one ``<canonical>_raw`` column per canonical column,
+built from the source's column mapping (:func:`capplan.ingest.columns.column_mapping`). Text formats
+are read as VARCHAR, so the reader rejects nothing silently; Parquet columns the file already types
+stay typed (the typed fast path). Optional columns the source lacks get their defaults. Owns the
+reader settings (line size, buffer) and :class:`Raw`, what the reader gave and rejected.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from duckdb import CaseExpression, ColumnExpression, ConstantExpression, FunctionExpression
 
 from capplan.ingest import queries
-from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS
+from capplan.ingest.columns import CANONICAL_COLUMNS, DEFAULT_STATUS, NUMERIC_COLUMNS, REQUIRED_COLUMNS, TEXT_COLUMNS
 from capplan.ingest.errors import IngestError
 from capplan.ingest.formats import MAX_COLUMNS, duckdb_path
 
@@ -148,33 +148,99 @@ def _require(path: Path, mapping: dict[str, str], found: Sequence[str], present:
                if c not in mapping or not present(mapping[c])]
     if missing:
         hint = " (one column only: wrong delimiter?)" if len(found) == 1 else ""
+        if any(len(c) > 1 and c[0] == c[-1] == '"' for c in found):  # the reader took the quotes literally
+            hint = (" (the names keep their double quotes: the file's quoting is broken, e.g. an unterminated "
+                    "quote, so it was read without quoting)")
         raise IngestError(f"{path}: missing required column {', '.join(missing)}; found columns "
                           f"{list(found)[:20]}{hint}")
 
 
 def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str], order: list[str]) -> Raw:
-    rel = _read_csv(con, path)
+    rel, long_lines = _read_csv(con, path)
     columns = rel.columns
     if len(columns) > MAX_COLUMNS:
         raise IngestError(f"{path}: {len(columns):,} columns; expected at most {MAX_COLUMNS:,}")
     header = not all(_HEADERLESS.fullmatch(c) for c in columns)
     if header:
-        _refuse_repeated_names(path, columns, lambda: _read_csv(con, path, header=False).limit(1).fetchall()[0],
+        _refuse_repeated_names(path, columns, lambda: _read_csv(con, path, header=False)[0].limit(1).fetchall()[0],
                                "header")
     if not header:  # no header: columns are in the preset's canonical order
         positional = dict(zip(order, columns))
         mapping = {c: positional[mapping[c]] for c in mapping if mapping[c] in positional}
     _require(path, mapping, columns, lambda c: c in columns)
-    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression)
-    raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
+    # (not after the long-line fallback: the padded read's sniffer would fail on that line again)
+    padded = None if long_lines else _read_csv_padded(con, path, rel, header)
+    if padded is not None:
+        rel = padded
+    extras = list(rel.columns[len(columns):])
+    # an empty field is '' in the padded read (null is padding): null again, as in the plain read
+    field = (lambda c: FunctionExpression("nullif", ColumnExpression(c), ConstantExpression(""))) if padded else (
+        ColumnExpression)
+    exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, field)
+    raw = FunctionExpression("struct_pack", *[field(c).alias(c) for c in columns]).alias("raw")  # empty -> null
     rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered by position once written
-    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
-               *exprs).create_view("ingest_raw", replace=True)
+    rule, detail = _csv_row_error(columns, extras, mapping, padded is not None)
+    rel.select(rows, raw, rule.alias("raw_error"), detail.alias("raw_detail"), *exprs).create_view(
+        "ingest_raw", replace=True)
     return Raw(defaulted, tuple(columns), header_lines=int(header))
 
 
-def _read_csv(con: duckdb.DuckDBPyConnection, path: Path, **options) -> duckdb.DuckDBPyRelation:
-    """``path`` read by DuckDB's CSV reader, every column as VARCHAR, rejected lines recorded.
+def _csv_row_error(columns: Sequence[str], extras: Sequence[str], mapping: dict[str, str],
+                   padded: bool) -> tuple[duckdb.Expression, duckdb.Expression]:
+    """(rule, detail) of a CSV row that only its fields show to break, else nulls (VARCHAR expressions).
+
+    ``csv_wrong_column_count``: the padded read (:func:`_read_csv_padded`) pads a short line with nulls
+    and gives fields beyond the header's in ``extras`` (DuckDB's reader drops trailing empty fields
+    silently: ``a,b,c,,`` under a 3-column header); an empty field is '' there, so the line's fields
+    are its non-null values. ``csv_unbalanced_quote``: a loaded text field with an odd number of ``"``
+    (an unterminated quote read literally, as the reader does when its sniffer found no quoting).
+    """
+    varchar = duckdb.sqltype("VARCHAR")
+    cases: list[tuple[duckdb.Expression, str, duckdb.Expression]] = []
+    if padded:
+        wrong = ColumnExpression(columns[-1]).isnull()
+        fields = CaseExpression(ColumnExpression(columns[0]).isnotnull(), ConstantExpression(1)).otherwise(
+            ConstantExpression(0))
+        for name in [*columns[1:], *extras]:
+            fields = fields + CaseExpression(ColumnExpression(name).isnotnull(), ConstantExpression(1)).otherwise(
+                ConstantExpression(0))
+        for extra in extras:
+            wrong = wrong | ColumnExpression(extra).isnotnull()
+        beyond = FunctionExpression("list_filter", FunctionExpression(
+            "list_value", *[ColumnExpression(e) for e in extras]), duckdb.LambdaExpression("v", ColumnExpression(
+                "v").isnotnull()))
+        detail = FunctionExpression("concat", ConstantExpression("line has "), fields, ConstantExpression(
+            f" fields; expected the header's {len(columns)}"), CaseExpression(
+                FunctionExpression("len", beyond) > ConstantExpression(0), FunctionExpression(
+                    "concat", ConstantExpression(" (beyond them: "), FunctionExpression("to_json", beyond),
+                    ConstantExpression("; empty fields count too)"))).otherwise(ConstantExpression("")))
+        cases.append((wrong, "csv_wrong_column_count", detail))
+    for canonical in TEXT_COLUMNS:
+        src = mapping.get(canonical)
+        if src is None or src not in columns:
+            continue
+        value = ColumnExpression(src)
+        quotes = FunctionExpression("length", value) - FunctionExpression(
+            "length", FunctionExpression("replace", value, ConstantExpression('"'), ConstantExpression("")))
+        odd = FunctionExpression("contains", value, ConstantExpression('"')) & (
+            (quotes % ConstantExpression(2)) == ConstantExpression(1))
+        cases.append((odd, "csv_unbalanced_quote", FunctionExpression(
+            "concat", ConstantExpression(f"{canonical}: "), value, ConstantExpression(
+                " has an odd number of double quotes (an unterminated quote, read literally); "
+                "expected balanced quoting"))))
+    if not cases:
+        return ConstantExpression(None).cast(varchar), ConstantExpression(None).cast(varchar)
+    rule = CaseExpression(cases[0][0], ConstantExpression(cases[0][1]))
+    detail = CaseExpression(cases[0][0], cases[0][2])
+    for when, name, words in cases[1:]:
+        rule, detail = rule.when(when, ConstantExpression(name)), detail.when(when, words)
+    return (rule.otherwise(ConstantExpression(None)).cast(varchar),
+            detail.otherwise(ConstantExpression(None)).cast(varchar))
+
+
+def _read_csv(con: duckdb.DuckDBPyConnection, path: Path, **options) -> tuple[duckdb.DuckDBPyRelation, bool]:
+    """``path`` read by DuckDB's CSV reader, every column as VARCHAR, rejected lines recorded; whether it has
+    a line over the maximum (the dialect then comes from the short lines).
 
     DuckDB's sniffer fails on a line over the maximum line size ("CSV Error on Line: 1", whatever
     the line). When it fails and the file has such a line, the dialect is sniffed from the file's
@@ -184,12 +250,54 @@ def _read_csv(con: duckdb.DuckDBPyConnection, path: Path, **options) -> duckdb.D
     options = {"all_varchar": True, "store_rejects": True, "max_line_size": _MAX_LINE_BYTES,
                "buffer_size": _CSV_BUFFER_BYTES, **options}
     try:
-        return con.read_csv(duckdb_path(path), **options)
+        return con.read_csv(duckdb_path(path), **options), False
     except duckdb.Error:
         dialect = _sniff_short_lines(con, path)
         if dialect is None:
             raise
-        return con.read_csv(duckdb_path(path), auto_detect=False, **dialect, **options)
+        return con.read_csv(duckdb_path(path), auto_detect=False, **dialect, **options), True
+
+
+#: the padded CSV read's extra column: fields beyond the header's land there (or in DuckDB's columnN after it)
+_EXTRA_FIELD = "__capplan_extra_field"
+#: the padded read's null string: no field holds it, so an empty field is '' and only padding is null
+_NO_NULL = "\x00capplan-no-null\x00"
+
+
+def _read_csv_padded(con: duckdb.DuckDBPyConnection, path: Path, plain: duckdb.DuckDBPyRelation,
+                     header: bool) -> duckdb.DuckDBPyRelation | None:
+    """``path`` read with one more column than the ``plain`` read, short lines padded with nulls, no null string.
+
+    DuckDB's reader drops trailing empty fields without a word (``a,b,c,,`` under a 3-column
+    header loads as ``a,b,c``) and has no option to refuse them; this read shows them: fields beyond
+    the header's are not null in the extra columns, a short line's missing fields are null, an empty
+    field is ''. Serial (``parallel=False``): the parallel reader refuses padding with quoted line
+    breaks; with one line's buffer it gained nothing here (docs/ingest.md). None when its sniffer
+    reads the file otherwise (its first row differs from the plain read's): the plain read is then
+    used, without this check.
+    """
+    columns = plain.columns
+    options = {"names": [*columns, _EXTRA_FIELD], "header": header, "null_padding": True, "na_values": [_NO_NULL],
+               "parallel": False}
+    # probed on a cursor of its own: a DuckDB error inside the file's transaction would abort it
+    probe = con.cursor()
+    try:
+        padded, _ = _read_csv(probe, path, **options)
+        if len(padded.columns) <= len(columns):  # e.g. a Hive dt= folder: its column comes after the file's
+            return None
+        first = _read_csv(probe, path)[0].select(*[ColumnExpression(c).cast(duckdb.sqltype("VARCHAR"))
+                                                   for c in columns]).limit(1).fetchall()
+        # the plain read's first row: the first line with the header's fields, or more that are all empty
+        kept = ColumnExpression(columns[-1]).isnotnull()
+        for extra in padded.columns[len(columns):]:
+            kept = kept & (ColumnExpression(extra).isnull() | (ColumnExpression(extra) == ConstantExpression("")))
+        again = padded.filter(kept).select(*[FunctionExpression("nullif", ColumnExpression(c).cast(duckdb.sqltype(
+            "VARCHAR")), ConstantExpression("")) for c in columns]).limit(1).fetchall()
+    except duckdb.Error:
+        return None
+    finally:
+        probe.close()
+    return _read_csv(con, path, **options)[0] if first == again else None
 
 
 def _sniff_short_lines(con: duckdb.DuckDBPyConnection, path: Path, lines: int = 1000) -> dict | None:
@@ -239,8 +347,9 @@ def _open_parquet(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str,
     exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, ColumnExpression, types.get)
     raw = FunctionExpression("struct_pack", *[ColumnExpression(c).alias(c) for c in columns]).alias("raw")
     rows = (ColumnExpression("file_row_number") + ConstantExpression(1)).alias("source_row")
-    rel.select(rows, raw, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias("raw_error"),
-               *exprs).create_view("ingest_raw", replace=True)
+    none = ConstantExpression(None).cast(duckdb.sqltype("VARCHAR"))
+    rel.select(rows, raw, none.alias("raw_error"), none.alias("raw_detail"), *exprs).create_view(
+        "ingest_raw", replace=True)
     return Raw(defaulted, tuple(columns))
 
 
@@ -271,5 +380,6 @@ def _open_jsonl(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, s
     error = CaseExpression(valid, ConstantExpression(None)).otherwise(
         ConstantExpression("json_malformed")).cast(duckdb.sqltype("VARCHAR")).alias("raw_error")
     numbered.filter(ColumnExpression("line").isnotnull()).select(
-        ColumnExpression("source_row"), raw, error, *exprs).create_view("ingest_raw", replace=True)
+        ColumnExpression("source_row"), raw, error, ConstantExpression(None).cast(duckdb.sqltype("VARCHAR")).alias(
+            "raw_detail"), *exprs).create_view("ingest_raw", replace=True)
     return Raw(defaulted, tuple(keys))

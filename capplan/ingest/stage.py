@@ -22,7 +22,7 @@ import duckdb
 
 from capplan.config import IngestConfig, SourceConfig
 from capplan.ingest import queries
-from capplan.ingest.columns import DEFAULT_MODEL, UNIT_US, parse_origin
+from capplan.ingest.columns import DEFAULT_MODEL, MAX_DURATION_MS, UNIT_US, parse_origin
 from capplan.ingest.duplicates import drop_duplicate_tables, mark_duplicate_ids
 from capplan.ingest.errors import IngestError
 from capplan.ingest.fingerprint import Fingerprint
@@ -32,7 +32,7 @@ from capplan.ingest.rejects import last_rejects, quarantine_rejects, scan_gaps
 
 #: parameters of sql/stg_requests.sql (the staging pass), of :func:`stage_params`
 _STAGE_PARAMS = ("now_utc", "future_tolerance_s", "context_limit_tokens", "timezone", "unit_us", "origin_utc",
-                 "default_model")
+                 "default_model", "max_duration_ms")
 
 
 def stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Path, now_utc: datetime,
@@ -43,7 +43,7 @@ def stage_params(source: SourceConfig, cfg: IngestConfig, file_id: int, path: Pa
     return {"file_id": file_id, "path": str(path), "now_utc": now_utc.replace(tzinfo=None),
             "future_tolerance_s": cfg.future_tolerance_s, "context_limit_tokens": cfg.context_limit_tokens,
             "timezone": source.timezone or "UTC", "unit_us": UNIT_US[unit] if unit else None,
-            "origin_utc": origin, "default_model": source.model or DEFAULT_MODEL,
+            "origin_utc": origin, "default_model": source.model or DEFAULT_MODEL, "max_duration_ms": MAX_DURATION_MS,
             "duplicate_id_window_s": cfg.duplicate_id_window_s,
             "replaced_file_id": replaced_file_id}
 

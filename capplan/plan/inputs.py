@@ -160,12 +160,13 @@ def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None
 
 
 def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig,
-                   models: list[str] | None = None) -> MeasuredInputs:
+                   models: list[str] | None = None, pool: Any = None) -> MeasuredInputs:
     """Measure the request mix over the last ``[report].measured_window_days`` days (``sql/rpt_plan_measured_inputs``).
 
     A database fed by partitioned roll-ups only measures the same figures (see the module).
     ``hourly`` is the profile's hourly traffic, for :func:`burst_ratio`. ``models`` limits every
     figure to one pool's log models (``None``: all models); the window is the fleet's either way.
+    ``pool``, when given, is the architecture a latency that was not logged is modelled for.
 
     Raises
     ------
@@ -188,7 +189,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         latency_s, burst = float(row["latency_s"]), burst_ratio(hourly)
     else:
         latency_s, sources["latency_s"], note = unlogged.latency_without_logs(
-            cfg, float(row["input_tokens_per_request"]), float(row["output_tokens_per_request"]), hourly)
+            cfg, float(row["input_tokens_per_request"]), float(row["output_tokens_per_request"]), hourly, pool)
         burst, sources["burst_ratio"], notes = unlogged.burst_without_latency(hourly, latency_s), "modelled", (note,)
     sources |= {k: "modelled" for k in ("burst_ratio", "kv_tokens_per_sequence") if metrics and metrics[0]}
     kv_tokens = float(row["kv_tokens_per_sequence"])

@@ -7,6 +7,8 @@ changes are re-sourced in the assumptions table (:func:`sourced_rows`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -30,25 +32,32 @@ def mean_ttft_s(hourly: pd.DataFrame) -> float | None:
 
 
 def latency_without_logs(cfg: CapplanConfig, input_tokens_per_request: float, output_tokens_per_request: float,
-                         hourly: pd.DataFrame) -> tuple[float, str, str]:
+                         hourly: pd.DataFrame, pool: Any = None) -> tuple[float, str, str]:
     """``(latency_s, source, note)`` when no request has ``latency_ms``: ``[report].assumed_latency_s`` or modelled.
 
-    Modelled: :func:`capplan.sizing.latency.modelled_latency_s` of ``[sizing]`` model and GPU, the
-    measured token means and the measured mean TTFT when the logs have one. [s]
+    ``pool`` is a :class:`capplan.plan.pools.Pool` (not imported: that module imports the measure stage).
+    Modelled: :func:`capplan.sizing.latency.modelled_latency_s` of the pool's architecture, GPU, tensor
+    parallelism and precision (each ``[sizing]``'s when the pool has none, or chooses the GPU or degree
+    automatically: the choice comes later and needs this latency), the measured token means and the
+    measured mean TTFT when the logs have one. [s]
     """
     if cfg.report.assumed_latency_s is not None:
         value = float(cfg.report.assumed_latency_s)
         return value, "assumed", (f"no request has latency_ms logged: latency assumed {value:g} s "
                                   "([report].assumed_latency_s)")
     ttft = mean_ttft_s(hourly)
-    value = modelled_latency_s(cfg.sizing.model, cfg.sizing.gpu, input_tokens_per_request, output_tokens_per_request,
-                               target_utilisation=cfg.sizing.target_utilisation,
-                               precision=PRECISION[cfg.sizing.weights_dtype], tensor_parallel=cfg.sizing.tensor_parallel,
-                               ttft_s=ttft)
+    model = pool.model if pool is not None else cfg.sizing.model
+    gpu = pool.gpu if pool is not None and pool.gpu != "auto" else cfg.sizing.gpu
+    tp = pool.tensor_parallel if pool is not None and isinstance(pool.tensor_parallel, int) else (
+        cfg.sizing.tensor_parallel)
+    dtype = (pool.settings if pool is not None else {}).get("weights_dtype", cfg.sizing.weights_dtype)
+    value = modelled_latency_s(model, gpu, input_tokens_per_request, output_tokens_per_request,
+                               target_utilisation=cfg.sizing.target_utilisation, precision=PRECISION[dtype],
+                               tensor_parallel=tp, ttft_s=ttft)
     first = f"measured TTFT {ttft:.3g} s" if ttft is not None else "modelled TTFT"
     return value, "modelled", (f"no request has latency_ms logged: latency modelled as {value:.3g} s ({first} + "
                                f"{output_tokens_per_request:.0f} output tokens x the performance model's time per "
-                               f"output token for {cfg.sizing.model} on {cfg.sizing.gpu}); set "
+                               f"output token for {model} on {gpu}); set "
                                "[report].assumed_latency_s to use a known figure")
 
 

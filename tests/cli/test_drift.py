@@ -71,4 +71,18 @@ def test_no_window_compared_is_not_no_drift(bare_db):
     assert result.exit_code == 0, result.output
     assert "no drift found" not in result.output
     assert "drift not tested: no window could be compared" in result.output
-    assert "needs 35 days of history; only 1.0 days exist" in " ".join(result.output.split())  # one day with traffic
+    assert "needs 35 days of history; only 3.0 h exist" in " ".join(result.output.split())  # 3 h, not "1.0 days"
+
+
+def test_the_default_forecast_volume_on_three_hours_says_what_is_missing(bare_db):
+    """Issue 20: `capplan drift` (volume priced by a forecast) on 3 hours crashed on "y needs at least 3
+    observed values, got 1"; with no window compared nothing is priced, so no forecast is needed."""
+    import json
+
+    result = CliRunner().invoke(app, ["drift", "--db", str(bare_db), "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["windows_compared"] == 0 and payload["findings"] == []
+    assert payload["not_tested"].startswith("no window could be compared: a drift test needs 35 days")
+    assert "\\[" not in payload["not_tested"]  # no terminal markup escape in JSON
+    assert payload["cost_change"]["skipped"].startswith("the log covers no whole month")

@@ -205,4 +205,5 @@ def test_a_locked_database_with_json_prints_a_json_error_object(tmp_path):
         holder.wait()
     assert run.returncode == 1
     error = json.loads(run.stdout)
-    assert error["status"] == "error" and "in use by another process" in error["error"]
+    assert error == {"error": {"type": "database_locked", "message": error["error"]["message"]}}
+    assert "in use by another process" in error["error"]["message"]

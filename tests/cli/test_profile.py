@@ -101,3 +101,12 @@ def test_profile_shows_the_columns_the_logs_lacked(bare_db):
     assert summary["defaulted_columns"]["ttft_ms"] == {"rows_defaulted": 10_800, "rows_loaded": 10_800,
                                                        "unknown": "TTFT SLIs and percentiles"}
     assert summary["avg_qps"] == pytest.approx(10_800 / (3 * 3600 - 1))  # first to last arrival observed
+
+
+def test_json_sli_is_not_a_perfect_score_from_defaulted_status(bare_db):
+    """Issue 20: with no status and no TTFT logged, the JSON once gave success_rate and good_fraction 1.0."""
+    summary = json.loads(CliRunner().invoke(app, ["profile", "--db", str(bare_db), "--json"]).stdout)
+    sli = summary["sli"]
+    assert sli["success_rate"] is None and sli["good_fraction"] is None and sli["valid_events"] is None
+    assert sli["not_measurable"].startswith("good_events, good_fraction, success_rate, valid_events: not measurable")
+    assert "status was not logged in any loaded row" in sli["not_measurable"]

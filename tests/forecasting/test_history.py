@@ -44,6 +44,7 @@ def test_policy_refuses_negative_spans():
 def test_window_note():
     assert window_note("the drift test", 24 * 40, 35) is None
     assert window_note("the drift test", 72, 35) == "the drift test needs 35 days of history; only 3.0 days exist"
+    assert window_note("the drift test", 3, 35) == "the drift test needs 35 days of history; only 3.0 h exist"
 
 
 def _frame(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> pd.DataFrame:

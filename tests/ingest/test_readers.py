@@ -242,3 +242,92 @@ def test_a_column_named_twice_is_a_whole_file_error_naming_it(tmp_path, fmt, loa
                        path)
     with pytest.raises(IngestError, match="names column 'input_tokens' more than once; expected each column once"):
         load(path)
+
+
+# --- issue 20, item 15: what DuckDB's CSV reader accepts silently is quarantined with its line
+
+
+def _cli_ingest(tmp_path: Path, text: str, *args: str) -> tuple[int, list[dict], duckdb.DuckDBPyConnection]:
+    from typer.testing import CliRunner
+
+    from capplan.cli import app
+
+    (tmp_path / "f.csv").write_text(text)
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / "f.csv"), "--db", str(tmp_path / "f.duckdb"), "--json",
+                                      *args])
+    return result.exit_code, json.loads(result.stdout), duckdb.connect(str(tmp_path / "f.duckdb"))
+
+
+def _quarantined(con) -> list[tuple[int, str, str]]:
+    return con.execute("select row_number, rule, detail from quarantine order by row_number").fetchall()
+
+
+@pytest.mark.parametrize("extra", [",", ",,", ',""', ", ", ",x"])
+def test_trailing_extra_fields_quarantine_their_row_with_its_line(tmp_path, extra):
+    """DuckDB drops trailing empty fields (``a,b,c,,``) without a word; the row is quarantined, data row 2
+    (line 3), and the others load: rows in = loaded + quarantined."""
+    code, (s,), con = _cli_ingest(tmp_path, "ts_utc,input_tokens,output_tokens,model\n2026-11-10T12:00:00Z,1,1,a\n"
+                                            f"2026-11-10T12:00:01Z,1,1,b{extra}\n2026-11-10T12:00:02Z,2,2,\n")
+    assert code == 0 and (s["rows_read"], s["rows_loaded"], s["rows_quarantined"]) == (3, 2, 1)
+    ((row, rule, detail),) = _quarantined(con)
+    fields = 4 + extra.count(",")
+    assert (row, rule) == (2, "csv_wrong_column_count")
+    assert detail.startswith(f"line has {fields} fields; expected the header's 4 (beyond them: ")
+    # the empty last field of row 3 is an empty model, not a missing field
+    assert con.execute("select model from requests order by ts_utc").fetchall() == [("a",), ("default",)]
+
+
+def test_a_short_line_is_quarantined_not_padded(tmp_path):
+    code, (s,), con = _cli_ingest(tmp_path, "ts_utc,input_tokens,output_tokens,request_id\n"
+                                            "2026-11-10T12:00:00Z,1,1,a\n2026-11-10T12:00:01Z,1,1\n")
+    assert code == 0 and (s["rows_loaded"], s["rows_quarantined"]) == (1, 1)
+    assert _quarantined(con) == [(2, "csv_wrong_column_count", "line has 3 fields; expected the header's 4")]
+
+
+def test_every_line_longer_than_the_header_is_a_file_failure_naming_the_header(tmp_path):
+    code, (s,), _ = _cli_ingest(tmp_path, "ts_utc,input_tokens,output_tokens\n" + "".join(
+        f"2026-11-10T12:00:0{i}Z,1,1,,\n" for i in range(5)))
+    assert code == 1 and s["status"] == "all_quarantined" and s["rows_read"] == s["rows_quarantined"] == 5
+    assert "csv_wrong_column_count 5" in s["message"] and "Fix the file's header" in s["message"]
+
+
+def test_an_unterminated_quote_is_quarantined_not_loaded_literally(tmp_path):
+    code, (s,), con = _cli_ingest(tmp_path, "ts_utc,input_tokens,output_tokens,model\n2026-11-10T12:00:00Z,1,1,a\n"
+                                            '2026-11-10T12:00:01Z,1,1,"b\n2026-11-10T12:00:02Z,2,2,c\n')
+    assert code == 0 and (s["rows_read"], s["rows_loaded"], s["rows_quarantined"]) == (3, 2, 1)
+    ((row, rule, detail),) = _quarantined(con)
+    assert (row, rule) == (2, "csv_unbalanced_quote") and detail.startswith('model: "b has an odd number')
+    assert con.execute("select list(model order by ts_utc) from requests").fetchone() == (["a", "c"],)
+
+
+def test_an_unterminated_quote_in_a_quoted_file_names_the_broken_quoting(tmp_path):
+    lines = [f'"2026-11-10T12:00:{i:02d}Z",1,1,"m{i}"' for i in range(40)]
+    lines[20] = '"2026-11-10T12:00:20Z",1,1,"m20'
+    code, (s,), _ = _cli_ingest(tmp_path, '"ts_utc","input_tokens","output_tokens","model"\n' + "\n".join(lines) + "\n")
+    assert code == 1 and s["status"] == "error"
+    assert "missing required column" in s["message"] and "quoting is broken" in s["message"]
+
+
+def test_quoted_line_breaks_still_load_with_the_padded_read(tmp_path):
+    code, (s,), con = _cli_ingest(tmp_path, 'ts_utc,input_tokens,output_tokens,tenant\n2026-11-10T12:00:00Z,1,1,"a\nb"\n'
+                                            "2026-11-10T12:00:01Z,1,1,c\n")
+    assert code == 0 and (s["rows_loaded"], s["rows_quarantined"]) == (2, 0)
+    assert con.execute("select list(tenant order by ts_utc) from requests").fetchone() == (["a\nb", "c"],)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=12))
+def test_rows_in_equal_loaded_plus_quarantined_whatever_the_field_counts(tmp_path_factory, lines):
+    """Each line has 1–3 trailing extra delimiters (or none: 0), or loses its last field: every line is a row,
+    loaded or quarantined, and exactly the lines of another field count are quarantined. Two well-formed
+    lines first: from a header and one short line alone, DuckDB's sniffer takes the header for data."""
+    folder = tmp_path_factory.mktemp("fields")
+    lines = [(0, False), (0, False), *lines]
+    text = "ts_utc,input_tokens,output_tokens,model\n" + "".join(
+        f"2026-11-10T12:00:{i:02d}Z,1,1" + ("" if short else ",m" + "," * extra) + "\n"
+        for i, (extra, short) in enumerate(lines))
+    (folder / "f.csv").write_text(text)
+    result = load_file(connect(), folder / "f.csv", SourceConfig(name="t"),
+                       IngestConfig(allow_all_quarantined=True), now_utc=datetime(2026, 11, 11, tzinfo=UTC))
+    bad = sum(1 for extra, short in lines if short or extra)
+    assert (result.rows_read, result.rows_loaded, result.rows_quarantined) == (len(lines), len(lines) - bad, bad)

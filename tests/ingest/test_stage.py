@@ -240,6 +240,53 @@ def test_non_finite_latency_or_ttft_is_quarantined_and_the_profile_runs(tmp_path
     assert profile.exit_code == 0, profile.output
 
 
+@pytest.mark.parametrize("column", ["latency_ms", "ttft_ms"])
+@pytest.mark.parametrize("value", ["1e300", "86400000.5", "31536000000"])
+def test_a_huge_finite_latency_or_ttft_is_quarantined_and_profile_sums_stay_finite(tmp_path, column, value):
+    """Above MAX_DURATION_MS (one day = 86,400,000 ms) a duration is a logging error, not a measurement.
+
+    Hand check of the kept rows: latency sum 100 + 86,400,000 = 86,400,100 ms over 2 rows (the bound itself loads).
+    """
+    code, summary, con = _cli_ingest(tmp_path, "l.csv", f"ts_utc,input_tokens,output_tokens,{column}\n"
+                                     f"2026-10-10T12:00:00Z,1,1,100\n2026-10-10T12:00:01Z,1,1,{value}\n"
+                                     f"2026-10-10T12:00:02Z,1,1,86400000\n")
+    assert code == 0 and (summary[0]["rows_read"], summary[0]["rows_loaded"], summary[0]["rows_quarantined"]) == (
+        3, 2, 1)
+    assert _rules(con) == [(2, f"{column}_invalid")]
+    assert "from 0 to 86400000 ms (one day)" in con.execute("select detail from quarantine").fetchone()[0]
+    con.close()
+    profile = CliRunner().invoke(app, ["profile", "--db", str(tmp_path / "l.csv.duckdb"), "--json"])
+    assert profile.exit_code == 0, profile.output
+    sums = duckdb.connect(str(tmp_path / "l.csv.duckdb"), read_only=True).execute(
+        f"select {column.removesuffix('_ms')}_ms_sum from fct_traffic_hourly where model = '__all__'").fetchone()
+    assert sums == (86_400_100.0,)
+
+
+def test_a_huge_parquet_latency_is_quarantined(tmp_path):
+    path = tmp_path / "p.parquet"
+    duckdb.connect().execute("copy (select * from (values (timestamptz '2026-10-10 12:00:00+00', 1, 1, 5.0), "
+                             "(timestamptz '2026-10-10 12:00:01+00', 1, 1, 1e300)) "
+                             "t(ts_utc, input_tokens, output_tokens, latency_ms)) to '" + str(path) + "' (format parquet)")
+    result = CliRunner().invoke(app, ["ingest", str(path), "--db", str(tmp_path / "p.duckdb"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert _rules(duckdb.connect(str(tmp_path / "p.duckdb"))) == [(2, "latency_ms_invalid")]
+
+
+def test_token_sums_at_the_integer_limit_do_not_overflow(tmp_path):
+    """Tokens are at most 2^31 - 1 each (INTEGER columns); the hourly sums are BIGINT: 3 x 2,147,483,647 =
+    6,442,450,941, beyond 32 bits, summed exactly."""
+    config = tmp_path / "capplan.toml"
+    config.write_text("[ingest]\ncontext_limit_tokens = 100000000000\n")
+    code, summary, con = _cli_ingest(tmp_path, "c.csv", "ts_utc,input_tokens,output_tokens\n" + "".join(
+        f"2026-10-10T12:00:0{s}Z,2147483647,2147483647\n" for s in range(3)), "--config", str(config))
+    assert code == 0 and summary[0]["rows_loaded"] == 3
+    con.close()
+    assert CliRunner().invoke(app, ["profile", "--db", str(tmp_path / "c.csv.duckdb")]).exit_code == 0
+    assert duckdb.connect(str(tmp_path / "c.csv.duckdb"), read_only=True).execute(
+        "select input_tokens_sum, output_tokens_sum from fct_traffic_hourly where model = '__all__'"
+    ).fetchone() == (6_442_450_941, 6_442_450_941)
+
+
 @pytest.mark.parametrize("timezone", ["UTC", "Europe/Paris"])
 def test_special_timestamp_words_are_unparseable_not_1970(tmp_path, timezone):
     words = ["epoch", " EPOCH ", "Epoch", "infinity", "-infinity", "allballs", "now", "today", "tomorrow",

@@ -29,3 +29,20 @@ def test_sourced_rows_mark_defaulted_status_and_columns():
     assert rows["latency_s"] == (2.0, "s", "modelled")
     assert rows["requests measured (2xx)"] == (10, "requests", "assumed")
     assert rows["log column status"][2] == "assumed"
+
+
+def test_latency_is_modelled_for_the_pools_architecture_not_the_default_model():
+    """Found on the Azure trace look-alike (issue 20): a 70B pool's latency was modelled as [sizing].model's (8B).
+    The 70B decodes slower per token on the same GPU, so 200 output tokens take longer."""
+    from capplan.config import PoolConfig
+    from capplan.plan.pools import resolve_pools
+
+    cfg = CapplanConfig(pools=[PoolConfig(name="large", models=["m70"], model="llama-3.1-70b", gpu="H100-SXM-80GB",
+                                          tensor_parallel=4)])
+    (pool,) = resolve_pools(cfg, ["m70"])
+    h = pd.DataFrame({"mean_ttft_ms": [None], "requests": [10], "avg_qps": [1.0]})
+    default, _, _ = latency_without_logs(cfg, 1000, 200, h)
+    large, source, note = latency_without_logs(cfg, 1000, 200, h, pool)
+    assert source == "modelled" and "for llama-3.1-70b on H100-SXM-80GB" in note
+    assert "llama-3.1-8b" in latency_without_logs(cfg, 1000, 200, h)[2]
+    assert large > default
