@@ -152,6 +152,25 @@ def token_histograms(con: duckdb.DuckDBPyConnection, window_after_utc: object, m
     return out
 
 
+def with_mean(histogram: tuple[tuple[float, ...], tuple[float, ...]] | None, mean_tokens: float,
+              ) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """``histogram`` ``(tokens, requests)`` with its token values scaled so that its mean is ``mean_tokens``. [tokens]
+
+    For hours fed by Prometheus: their length histograms come from the server's coarse ``le``
+    buckets (vLLM's 1-2-5 series), whose mass lands on the profile grid with an error of up to a
+    bucket's width, while the token counters give the exact mean. Scaling keeps the shape and
+    restores the mean (docs/metrics.md). ``None`` (no histogram), or a histogram of zero tokens, is
+    returned as it is.
+    """
+    if histogram is None or not np.isfinite(mean_tokens):
+        return histogram
+    tokens, requests = np.asarray(histogram[0], float), np.asarray(histogram[1], float)
+    current = float(tokens @ requests / requests.sum()) if requests.sum() > 0 else 0.0
+    if current <= 0:
+        return histogram
+    return tuple(float(t) for t in tokens * (mean_tokens / current)), histogram[1]
+
+
 def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None) -> float:
     """The share the cost stage may put on spot: the measured one when measured, else ``[cost].interruptible_share``. [fraction]"""
     if measured is not None and measured.interruptible_share is not None:
@@ -199,6 +218,10 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         notes += (f"no token-length distribution (a rate series): KV tokens per sequence taken as the mean input + "
                   f"output tokens, {kv_tokens:.0f}, not its {cfg.report.kv_tokens_quantile:g} quantile",)
     histograms = token_histograms(con, row["window_after_utc"], models)
+    if metrics and metrics[0]:  # coarse `le` buckets: keep their shape, take the counters' exact mean
+        means = {"input_tokens": float(row["input_tokens_per_request"]),
+                 "output_tokens": float(row["output_tokens_per_request"])}
+        histograms = {k: with_mean(h, means[k]) for k, h in histograms.items()}
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),

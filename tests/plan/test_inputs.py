@@ -166,3 +166,10 @@ def test_token_histograms_of_the_window_hold_the_mix_within_the_grids_error():
     assert out_tokens[0] == 0.0 and out_counts == (1.0, 1.0)
     assert plan.token_histograms(c, None) == {"input_tokens": None, "output_tokens": None}
     c.close()
+
+
+def test_a_coarse_histogram_keeps_its_shape_and_takes_the_exact_mean():
+    # 3 requests at 100 and 1 at 500 tokens: mean 200; the counters say 250 -> every value x 1.25
+    scaled = plan.with_mean(((100.0, 500.0), (3.0, 1.0)), 250.0)
+    assert scaled == ((125.0, 625.0), (3.0, 1.0))
+    assert plan.with_mean(None, 250.0) is None and plan.with_mean(((0.0,), (5.0,)), 250.0) == ((0.0,), (5.0,))

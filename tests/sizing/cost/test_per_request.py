@@ -138,8 +138,19 @@ def test_plus_30_percent_prompt_costs_more_than_its_linear_share_when_kv_memory_
 def test_modelled_cost_per_request_never_falls_as_input_or_output_length_rises(n_in, n_out, more, batch, big):
     kw = dict(L70B if big else L8B, batch=batch)
     base = cost.modelled_gpu_seconds_per_request(n_in, n_out, **kw).gpu_seconds
-    assert cost.modelled_gpu_seconds_per_request(n_in * more, n_out, **kw).gpu_seconds >= base * (1 - 1e-12)
-    assert cost.modelled_gpu_seconds_per_request(n_in, n_out * more, **kw).gpu_seconds >= base * (1 - 1e-12)
+    assert _gpu_seconds_or_inf(n_in * more, n_out, **kw) >= base * (1 - 1e-12)
+    assert _gpu_seconds_or_inf(n_in, n_out * more, **kw) >= base * (1 - 1e-12)
+
+
+def _gpu_seconds_or_inf(n_in: float, n_out: float, **kw) -> float:
+    """GPU-seconds of the request; infinite when the longer request no longer fits the replica at all
+    (e.g. 84,043 tokens of llama-3.1-70b in bf16 on 2 x H100: its KV cache exceeds the memory left)."""
+    try:
+        return cost.modelled_gpu_seconds_per_request(n_in, n_out, **kw).gpu_seconds
+    except ValueError as exc:
+        if "does not fit" not in str(exc):
+            raise
+        return float("inf")
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
