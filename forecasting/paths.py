@@ -44,6 +44,8 @@ from capplan.forecasting.intervals import step_scale
 DEFAULT_PATHS = 2000
 #: Quantiles reported for each period's peak and total. [%]
 PERIOD_QUANTILES = (10, 50, 90)
+#: Paths drawn per FFT in :func:`_stationary_gaussian` (bounds its memory: ~70 MB at a 3-month hourly horizon). [count]
+_FFT_CHUNK_PATHS = 250
 
 
 def error_correlation(errors: np.ndarray) -> tuple[float, float]:
@@ -204,10 +206,15 @@ def _stationary_gaussian(rng: np.random.Generator, n_paths: int, horizon: int, a
     r[:min(len(acf), horizon + 1)] = acf[:horizon + 1]
     row = np.concatenate([r, r[-2:0:-1]])  # first row of the circulant, length 2·horizon
     eig = np.maximum(np.fft.fft(row).real, 0.0)
-    size = len(row)
-    noise = rng.standard_normal((n_paths, size)) + 1j * rng.standard_normal((n_paths, size))
-    out = np.fft.fft(noise * np.sqrt(eig / size), axis=1).real[:, :horizon]
-    return out / np.sqrt(max(eig.mean(), 1e-300))
+    size, amplitude = len(row), np.sqrt(eig / len(row))
+    pairs = (n_paths + 1) // 2  # the real and imaginary parts of one transform are two independent paths
+    out = np.empty((2 * pairs, horizon))
+    for start in range(0, pairs, _FFT_CHUNK_PATHS):  # chunks: a (paths, 2·horizon) complex array is large
+        rows = min(_FFT_CHUNK_PATHS, pairs - start)
+        noise = rng.standard_normal((rows, size)) + 1j * rng.standard_normal((rows, size))
+        both = np.fft.fft(noise * amplitude, axis=1)[:, :horizon]
+        out[2 * start:2 * (start + rows):2], out[2 * start + 1:2 * (start + rows):2] = both.real, both.imag
+    return out[:n_paths] / np.sqrt(max(eig.mean(), 1e-300))
 
 
 def _quantile_knots(result: Fit) -> tuple[np.ndarray, np.ndarray]:
