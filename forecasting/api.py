@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from capplan.forecasting import backtest, intervals, prepare
+from capplan.forecasting.history import monthly_horizon_refusal
 from capplan.forecasting.metrics import mase, mase_scale
 from capplan.forecasting.models import MODELS
 from capplan.forecasting.schema import ForecastFrame
@@ -397,6 +398,8 @@ def forecast_monthly(y: pd.Series, months: int, levels: Sequence[int] = (80, 95)
     to forecast month-length sums gives one error per month, and conformal
     quantiles of those errors bound the month. A month beyond the backtested
     lead time reuses the last month-length block, widened by ``sqrt(lead ratio)``.
+    Months that reach further ahead than the observed days support
+    (:func:`capplan.forecasting.history.monthly_horizon_refusal`, 1× the history) raise ``ValueError``.
     """
     if not isinstance(y.index, pd.DatetimeIndex) or prepare.frequency(y.index) != "D":
         raise ValueError("forecast_monthly needs a daily series (DatetimeIndex with frequency 'D')")
@@ -406,6 +409,9 @@ def forecast_monthly(y: pd.Series, months: int, levels: Sequence[int] = (80, 95)
     first_month = (last + pd.offsets.MonthBegin(1)).normalize()
     month_starts = pd.date_range(first_month, periods=months + 1, freq="MS")
     horizon = int((month_starts[-1] - last).days) - 1
+    refusal = monthly_horizon_refusal(int(y.notna().sum()), horizon, months)
+    if refusal:
+        raise ValueError(f"forecast_monthly: {refusal}")
     daily = fit(y, horizon, levels=levels, **kwargs)
     blocks = [(int((a - last).days) - 1, int((b - last).days) - 1) for a, b in zip(month_starts, month_starts[1:])]
     means = np.array([daily.frame["mean"].to_numpy()[a:b].sum() for a, b in blocks])

@@ -8,6 +8,8 @@ One home for the rule "no confident number from too little data". Span in, allow
 | weekly cycle | :data:`WEEKLY_CYCLE_H` = 336 h (two cycles) | the daily cycle only |
 | growth forecast | :data:`GROWTH_FORECAST_H` = 336 h (14 days) | no forecast: the plan sizes at the observed peak, flat |
 | horizon of a growth forecast | at most :data:`HORIZON_PER_HISTORY` × the history | later hours flattened: the last supported week repeated |
+| horizon of a daily target (requests/day, peak-hour QPS) | at most :data:`HORIZON_PER_HISTORY` × the observed days | later days flattened: the last supported week repeated (:func:`limit_horizon`) |
+| monthly totals | the months' days within :data:`HORIZON_PER_HISTORY` × the observed days | refused, with the days that exist and are needed (:func:`monthly_horizon_refusal`) |
 | drift baseline | ``baseline_days + window_days`` | no drift test |
 | SLO window | ``window_days`` | SLI over the shorter history, said so |
 
@@ -210,6 +212,46 @@ def flatten_beyond(frame: pd.DataFrame, supported_steps: int, season: int = 168)
     out.attrs = dict(frame.attrs)
     out.attrs["flattened_after_steps"] = int(supported_steps)
     return out
+
+
+def supported_steps(history_steps: int, horizon: int) -> int:
+    """Steps ahead a forecast may reach from ``history_steps`` observed steps: ``min(horizon, ⌊r·history⌋)``,
+    ``r`` = :data:`HORIZON_PER_HISTORY`; the same rule for hours, days or any step. [steps]"""
+    if history_steps < 0 or horizon < 0:
+        raise ValueError(f"history_steps and horizon must be >= 0, got {history_steps}, {horizon}")
+    return int(min(horizon, np.floor(HORIZON_PER_HISTORY * history_steps)))
+
+
+def limit_horizon(frame: pd.DataFrame, history_steps: int, season: int, step: str) -> tuple[pd.DataFrame, str | None]:
+    """A forecast frame cut to what ``history_steps`` observed steps support, and the sentence saying so.
+
+    Steps beyond :func:`supported_steps` repeat the last ``season`` supported steps
+    (:func:`flatten_beyond`: no growth extrapolated past the history); ``step`` names the unit
+    (``"day"``, ``"hour"``) in the note. Returns ``(frame, None)`` when the whole horizon is supported.
+    """
+    horizon = len(frame)
+    supported = supported_steps(history_steps, horizon)
+    if supported >= horizon:
+        return frame, None
+    if supported < 1:
+        raise ValueError(f"{history_steps} observed {step}s support no forecast ahead")
+    note = (f"{history_steps} observed {step}s support a forecast {supported} {step}s ahead "
+            f"({HORIZON_PER_HISTORY:g}x the history); the remaining {horizon - supported} {step}s repeat the "
+            f"last supported {'week' if season > 1 else step} (flat, no growth extrapolated)")
+    return flatten_beyond(frame, supported, season), note
+
+
+def monthly_horizon_refusal(history_days: int, horizon_days: int, months: int) -> str | None:
+    """Why monthly totals ``horizon_days`` ahead are refused from ``history_days`` observed days, or ``None``.
+
+    A month's total is one number that a flattened tail would silently make up, so months beyond
+    :data:`HORIZON_PER_HISTORY` × the history are refused, not flattened.
+    """
+    if horizon_days <= supported_steps(history_days, horizon_days):
+        return None
+    return (f"{months} month(s) of totals need a forecast {horizon_days} days ahead, but {history_days} observed "
+            f"days support at most {supported_steps(history_days, horizon_days)} ({HORIZON_PER_HISTORY:g}x the "
+            "history): ask for fewer months or give more history")
 
 
 def flat_forecast(y: pd.Series, index: pd.DatetimeIndex, levels: tuple[int, ...], daily_cycle: bool,

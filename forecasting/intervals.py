@@ -37,7 +37,9 @@ def step_scale(errors: np.ndarray, horizon: int) -> np.ndarray:
         a window has no actual value.
     horizon : int
         Steps to return. Beyond the backtest horizon ``H`` the scale grows as
-        ``s(H)·sqrt(h / H)`` (random-walk growth, an assumption).
+        ``s(H)·(h / H)^β`` with ``β`` the growth the backtests showed
+        (:func:`growth_exponent`: 0 for errors that stopped growing within the
+        backtest, as a stationary level's do; ½ for a random walk's).
 
     Returns
     -------
@@ -59,7 +61,27 @@ def step_scale(errors: np.ndarray, horizon: int) -> np.ndarray:
     if horizon <= h_bt:
         return scale[:horizon]
     steps = np.arange(h_bt + 1, horizon + 1)
-    return np.concatenate([scale, scale[-1] * np.sqrt(steps / h_bt)])
+    return np.concatenate([scale, scale[-1] * (steps / h_bt) ** growth_exponent(scale)])
+
+
+#: Fewest backtested steps to read the growth of the error scale from; below it random-walk growth
+#: (β = ½) is assumed. [steps]
+GROWTH_MIN_STEPS = 8
+
+
+def growth_exponent(scale: np.ndarray) -> float:
+    """``β`` of ``s(h) ∝ h^β`` over the last three quarters of the backtested steps, clipped to ``[0, ½]``. [-]
+
+    ``β = log(s(H) / s(H/4)) / log(4)`` (steps ``H/4`` and ``H``, 1-based) on the non-decreasing
+    step scale: how much the backtests' errors still grew with lead time. ½ (random-walk growth, an
+    assumption) when fewer than :data:`GROWTH_MIN_STEPS` steps were backtested or the scale is 0.
+    Never above ½: a faster growth read from a few windows is noise more often than a trend.
+    """
+    h_bt = len(scale)
+    quarter = max(1, h_bt // 4)
+    if h_bt < GROWTH_MIN_STEPS or not scale[quarter - 1] > 0:
+        return 0.5
+    return float(np.clip(np.log(scale[-1] / scale[quarter - 1]) / np.log(h_bt / quarter), 0.0, 0.5))
 
 
 def conformal_offsets(errors: np.ndarray, horizon: int,

@@ -12,12 +12,18 @@ How a path is drawn (modelling scale, so log errors for log-modelled series):
 1. The backtest errors ``e`` of the chosen method are normalised by the
    per-step scale ``s(h)`` (:func:`forecasting.intervals.step_scale`):
    ``u = e / s(h)``.
-2. Their correlation over the horizon is summarised by two numbers, read from
-   the pooled autocorrelation of ``u`` within windows: the share ``a²`` that
+2. Their correlation over the horizon is read from the pooled autocorrelation
+   ``ρ(k)`` of ``u`` within windows (:func:`error_acf`): the share ``a²`` that
    persists over the whole backtest horizon (a wrong level, the dominant
-   error after a level shift), and the lag-1 autocorrelation ``φ`` of the rest.
+   error after a level shift; the mean of ``ρ`` over the second half of the
+   backtest horizon), and, below that, the autocorrelation ``r(k)`` of the rest
+   at every lag up to half the backtest horizon (0 beyond). So a day's hours err
+   together as the backtests' days did (a level wrong for a day), not as an
+   hour-to-hour AR(1), which let a path's hours err too independently and
+   lifted the simulated maxima.
 3. A Gaussian path ``g = a·L + sqrt(1 − a²)·X`` (``L`` one draw per path, ``X``
-   a unit AR(1) with coefficient ``φ``) gives each step a normal score.
+   a unit stationary Gaussian process with autocorrelation ``r``, drawn by
+   circulant embedding, Davies & Harte 1987) gives each step a normal score.
 4. Each step's score is mapped to the forecast's own quantiles at that step (a
    Gaussian copula): linear in the normal score between ``lo_<L>``, ``mean`` and
    ``hi_<L>`` of every level, along the outermost segment beyond them. So the
@@ -38,6 +44,8 @@ from capplan.forecasting.intervals import step_scale
 DEFAULT_PATHS = 2000
 #: Quantiles reported for each period's peak and total. [%]
 PERIOD_QUANTILES = (10, 50, 90)
+#: Paths drawn per FFT in :func:`_stationary_gaussian` (bounds its memory: ~70 MB at a 3-month hourly horizon). [count]
+_FFT_CHUNK_PATHS = 250
 
 
 def error_correlation(errors: np.ndarray) -> tuple[float, float]:
@@ -58,21 +66,47 @@ def error_correlation(errors: np.ndarray) -> tuple[float, float]:
         Lag-1 autocorrelation of the remaining part, ``(ρ(1) − a²) / (1 − a²)``,
         clipped to ``[0, 0.999]``. [fraction]
     """
+    rho = _pooled_acf(errors)
+    if rho is None:
+        return 0.0, 0.0
+    h_bt = len(rho)
+    persistent = float(np.clip(np.mean(rho[max(1, h_bt // 2):]), 0.0, 0.99))
+    phi = float(np.clip((rho[1] - persistent) / (1 - persistent), 0.0, 0.999))
+    return persistent, phi
+
+
+def _pooled_acf(errors: np.ndarray) -> np.ndarray | None:
+    """``ρ(k)``, ``k = 0 .. H − 1``: pooled uncentred autocorrelation of ``u = e / s(h)`` within windows.
+
+    ``None`` with fewer than two steps or no non-zero error.
+    """
     u = _normalised(errors)
     h_bt = u.shape[1]
-    if h_bt < 2 or not np.isfinite(u).any():
-        return 0.0, 0.0
-    energy = np.nansum(u * u)
-    if energy <= 0:
-        return 0.0, 0.0
+    energy = np.nansum(u * u) if np.isfinite(u).any() else 0.0
+    if h_bt < 2 or not energy > 0:
+        return None
+    return np.array([1.0] + [np.nansum(u[:, k:] * u[:, :-k]) / energy * h_bt / (h_bt - k) for k in range(1, h_bt)])
 
-    def rho(k: int) -> float:
-        return float(np.nansum(u[:, k:] * u[:, :-k]) / energy * h_bt / (h_bt - k))
 
-    lags = range(max(1, h_bt // 2), h_bt)
-    persistent = float(np.clip(np.mean([rho(k) for k in lags]), 0.0, 0.99))
-    phi = float(np.clip((rho(1) - persistent) / (1 - persistent), 0.0, 0.999))
-    return persistent, phi
+def error_acf(errors: np.ndarray) -> tuple[float, np.ndarray]:
+    """Persistent share ``a²`` (as :func:`error_correlation`, same ``errors``) and the autocorrelation
+    ``r(k)`` of the rest.
+
+    Returns
+    -------
+    persistent : float
+        ``a²``. [fraction]
+    acf : numpy.ndarray
+        ``r(k) = (ρ(k) − a²) / (1 − a²)`` for lags ``k = 0 .. H/2 − 1`` (``r(0) = 1``), ``ρ`` the pooled
+        uncentred autocorrelation of ``u = e / s(h)`` within windows, clipped to ``[−1, 1]``;
+        ``[1]`` when there is nothing to read it from. [fraction]
+    """
+    persistent, _ = error_correlation(errors)
+    rho = _pooled_acf(errors)
+    if rho is None:
+        return persistent, np.ones(1)
+    rest = np.clip((rho[1:max(2, len(rho) // 2)] - persistent) / (1 - persistent), -1.0, 1.0)
+    return persistent, np.concatenate([[1.0], rest])
 
 
 def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np.ndarray:
@@ -97,10 +131,10 @@ def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np
     if n_paths < 1:
         raise ValueError(f"n_paths must be >= 1, got {n_paths}")
     horizon = len(result.frame)
-    persistent, phi = error_correlation(result.backtest_errors)
+    persistent, acf = error_acf(result.backtest_errors)
     rng = np.random.default_rng(seed)
     scores = (np.sqrt(persistent) * rng.standard_normal((n_paths, 1))
-              + np.sqrt(1 - persistent) * _ar1(rng, n_paths, horizon, phi))
+              + np.sqrt(1 - persistent) * _stationary_gaussian(rng, n_paths, horizon, acf))
     knots, values = _quantile_knots(result)
     return result.to_y(_interpolate(scores, knots, values))
 
@@ -140,9 +174,10 @@ def period_peaks(result: Fit, freq: str = "M", n_paths: int = DEFAULT_PATHS, see
         row |= {f"total_p{q}": float(np.percentile(part.sum(axis=1), q)) for q in PERIOD_QUANTILES}
         rows[str(key)] = {**row, "steps": int(part.shape[1])}
     frame = pd.DataFrame.from_dict(rows, orient="index")
-    persistent, phi = error_correlation(result.backtest_errors)
-    frame.attrs["method"] = (f"{n_paths} sample paths: the backtest errors' "
-                             f"correlation over the horizon (persistent share {persistent:.2f}, lag-1 AR {phi:.2f}) "
+    persistent, acf = error_acf(result.backtest_errors)
+    frame.attrs["method"] = (f"{n_paths} sample paths: the backtest errors' correlation over the horizon "
+                             f"(persistent share {persistent:.2f}; autocorrelation of the rest to lag {len(acf) - 1}, "
+                             f"{acf[min(24, len(acf) - 1)]:.2f} at lag {min(24, len(acf) - 1)}) "
                              "with each step's quantiles taken from the forecast's intervals (Gaussian copula); "
                              "quantiles of each period's max and sum over the paths")
     return frame
@@ -160,14 +195,26 @@ def _normalised(errors: np.ndarray) -> np.ndarray:
         return np.where(scale > 0, errors / scale, 0.0)
 
 
-def _ar1(rng: np.random.Generator, n_paths: int, horizon: int, phi: float) -> np.ndarray:
-    """Stationary AR(1) paths with unit variance, shape ``(n_paths, horizon)``."""
-    shocks = rng.standard_normal((n_paths, horizon)) * np.sqrt(1 - phi**2)
-    out = np.empty((n_paths, horizon))
-    out[:, 0] = rng.standard_normal(n_paths)
-    for h in range(1, horizon):
-        out[:, h] = phi * out[:, h - 1] + shocks[:, h]
-    return out
+def _stationary_gaussian(rng: np.random.Generator, n_paths: int, horizon: int, acf: np.ndarray) -> np.ndarray:
+    """Unit-variance stationary Gaussian paths with autocorrelation ``acf`` (0 beyond it), ``(n_paths, horizon)``.
+
+    Circulant embedding (Davies & Harte 1987): the autocorrelation is wrapped into a circulant of
+    size ``2·horizon``, whose eigenvalues (an FFT) are clipped at 0 where the empirical ``acf`` is
+    not positive definite; each step is then rescaled to unit variance.
+    """
+    r = np.zeros(horizon + 1)
+    r[:min(len(acf), horizon + 1)] = acf[:horizon + 1]
+    row = np.concatenate([r, r[-2:0:-1]])  # first row of the circulant, length 2·horizon
+    eig = np.maximum(np.fft.fft(row).real, 0.0)
+    size, amplitude = len(row), np.sqrt(eig / len(row))
+    pairs = (n_paths + 1) // 2  # the real and imaginary parts of one transform are two independent paths
+    out = np.empty((2 * pairs, horizon))
+    for start in range(0, pairs, _FFT_CHUNK_PATHS):  # chunks: a (paths, 2·horizon) complex array is large
+        rows = min(_FFT_CHUNK_PATHS, pairs - start)
+        noise = rng.standard_normal((rows, size)) + 1j * rng.standard_normal((rows, size))
+        both = np.fft.fft(noise * amplitude, axis=1)[:, :horizon]
+        out[2 * start:2 * (start + rows):2], out[2 * start + 1:2 * (start + rows):2] = both.real, both.imag
+    return out[:n_paths] / np.sqrt(max(eig.mean(), 1e-300))
 
 
 def _quantile_knots(result: Fit) -> tuple[np.ndarray, np.ndarray]:

@@ -34,6 +34,7 @@ def register(app: typer.Typer) -> None:
         import warnings
 
         from capplan.forecasting import fit
+        from capplan.forecasting.history import limit_horizon
 
         cfg = load(config)
         con = open_requests_db(cfg, db)
@@ -62,6 +63,12 @@ def register(app: typer.Typer) -> None:
                     result = fit(y, horizon, levels=cfg.forecast.levels)
             except ValueError as exc:
                 fail(f"{name}: {exc}")
+            hourly = TARGETS[name][0] == "hourly"
+            # no growth extrapolated past the history: later periods repeat the last supported week
+            result.frame, note = limit_horizon(result.frame, int(y.notna().sum()), 168 if hourly else 7,
+                                               "hour" if hourly else "day")
+            if note:
+                result.info["warnings"] = [*result.info["warnings"], f"{name}: {note}"]
             results[name] = _summary(name, y, result)
         if not results:
             fail("nothing to forecast:\n  " + "\n  ".join(refused.values()))
@@ -127,6 +134,7 @@ def _summary(name: str, y, result) -> dict[str, Any]:
         "transform": result.info["transform"],
         "season_lengths": result.info["season_lengths"],
         "notes": result.info["warnings"],
+        "flattened_after_periods": fc.attrs.get("flattened_after_steps"),
         "forecast": [{"period": ts, **row} for ts, row in zip(fc.index, fc.to_dict("records"))],
     }
 

@@ -12,7 +12,15 @@ from capplan.plan.pool_plan import FleetPlan, PoolPlan
 
 
 def _month_requests(plan: PoolPlan, months: list[str]) -> dict[str, dict[str, float]]:
-    """Forecast requests per month at P10/P50/P90: Σ hourly mean QPS × 3600 s. [requests]"""
+    """Forecast requests per month at P10/P50/P90. [requests]
+
+    The demand stage's ``requests_p10/p50/p90`` (quantiles of the sample paths' monthly sums,
+    :func:`capplan.plan.demand.path_peak_qps`) when the sized months carry them; else
+    Σ hourly ``lo_80``/``mean``/``hi_80`` × 3600 s (a plan sized without the demand stage's peaks).
+    """
+    sized = plan.sized.months
+    if {f"requests_{lv.lower()}" for lv in LEVELS} <= set(sized.columns):
+        return {lv: dict(zip(sized["month"], sized[f"requests_{lv.lower()}"].astype(float))) for lv in LEVELS}
     part = hours_in_months(plan.forecast, months)
     month = pd.DatetimeIndex(part.index).to_period("M").astype(str)
     return {level: (part[column].astype(float) * 3600.0).groupby(month).sum().to_dict()

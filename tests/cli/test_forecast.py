@@ -10,6 +10,8 @@ from typer.testing import CliRunner
 
 from capplan import sql
 from capplan.cli import app
+from capplan.cli.forecast import _profile_series
+from capplan.config import CapplanConfig
 from capplan.db import connect
 from capplan.ingest import ensure_tables
 from capplan.profile import refresh_rollups
@@ -75,3 +77,26 @@ def test_too_short_targets_say_which_series_and_how_much_is_needed(bare_db):
     assert "requests_per_day (daily requests): 0 observed whole UTC day(s)" in reason
     assert "needs at least 3" in reason and "holds 3 h of traffic" in reason
     assert "y needs at least" not in result.output
+
+
+@pytest.mark.slow
+def test_a_horizon_longer_than_the_history_is_flattened_and_says_why(db):
+    # 21 days of traffic (one with a logging gap, left out of the daily targets): 30 days ahead is more
+    # than 1x the history, so each target's forecast repeats its last supported week after that point
+    result = CliRunner().invoke(app, ["forecast", "--db", str(db), "--horizon-days", "30", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    daily = out["requests_per_day"]
+    observed_days = daily["history"]["periods"] - 1  # the gap day is NaN
+    assert len(daily["forecast"]) == 30 and daily["flattened_after_periods"] == observed_days
+    assert any(f"{observed_days} observed days support a forecast {observed_days} days ahead" in n
+               for n in daily["notes"])
+    means = [row["mean"] for row in daily["forecast"]]
+    assert all(means[i] == means[i - 7] for i in range(observed_days, 30))
+    hourly = out["hourly_avg_qps"]
+    with connect(db, read_only=True) as con:  # the observed (non-gap) hours, as the command reads them
+        observed_hours = int(_profile_series(con, "__all__", CapplanConfig().profile.empty_hours)["hourly_avg_qps"]
+                             .notna().sum())
+    assert observed_hours < hourly["history"]["periods"] - 5 + 1  # the 5-hour logging gap is not history
+    assert hourly["flattened_after_periods"] == observed_hours
+    assert any("repeat the last supported week" in n for n in hourly["notes"])

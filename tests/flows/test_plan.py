@@ -27,6 +27,7 @@ from capplan.profile import hourly_traffic
 from capplan.flows import tasks
 from capplan.flows.plan import monthly_capacity_plan
 from capplan.loadtest.store import import_file
+from capplan.plan.demand import plan_demand
 from capplan.plan.inputs import measure_inputs
 from capplan.plan.pools import pool_fleet_spec, resolve_pools
 from capplan.sizing.cost.plan import plan_range
@@ -39,7 +40,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 def _stage_results(cfg, folder, model):
     """GPUs and cost per month of one model's pool from the stage functions, given the run's forecast of that
     pool and the mix measured from the same database (no [[pools]]: each log model is its own pool, sized as its
-    own architecture on [sizing].gpu)."""
+    own architecture on [sizing].gpu). GPUs per month: ``size_fleet`` of the design peak of
+    :func:`capplan.plan.demand.plan_demand` on the model's hourly traffic (its forecast must be the run's)."""
     fc = pd.read_csv(folder / "forecast.csv", index_col="hour_utc", parse_dates=True)
     fc = fc[fc["pool"] == model].drop(columns="pool")
     with connect(cfg.database.path, read_only=True) as con:
@@ -62,8 +64,12 @@ def _stage_results(cfg, folder, model):
     prices = load_price_book(cfg.cost.price_book).gpu(cfg.sizing.gpu).option_prices(cfg.cost.reserved_term)
     costs = plan_range(part.index.to_numpy().astype("datetime64[h]"), need, commit_level="P50",
                        gpu_type=cfg.sizing.gpu, prices=prices)
-    gpus = {lv: pd.Series(v, index=part.index).groupby(months[np.isin(months, planned)]).max()
-            for lv, v in need.items()}
+    # the design peak per month: the demand stage on the same hours (P10/P50/P90 of the month's simulated peak)
+    demand = plan_demand(hourly, planned, cfg, m.burst_ratio)
+    ours = demand.forecast.loc[part.index, part.columns].to_numpy(float)
+    np.testing.assert_allclose(ours, part.to_numpy(float), rtol=1e-6)  # forecast.csv rounds
+    gpus = {lv: pd.Series([fleet(q) for q in demand.peaks[f"qps_{lv.lower()}"]], index=planned)
+            for lv in ("P10", "P50", "P90")}
     return planned, gpus, costs
 
 

@@ -248,6 +248,12 @@ def test_monthly_needs_daily_data():
         forecast_monthly(hourly(), months=1)
 
 
+def test_monthly_totals_further_ahead_than_the_history_are_refused():
+    # 40 observed days ending 2025-10-10: the two whole months after October end on 31 Dec, 82 days ahead (> 40)
+    with pytest.raises(ValueError, match="2 month.s. of totals need a forecast 82 days ahead, but 40 observed days"):
+        forecast_monthly(daily(40), months=2)
+
+
 @pytest.mark.parametrize("method", ["window_cv_recent", "window_cv", "pooled"])
 def test_every_interval_method_gives_a_valid_frame_and_says_so(method):
     fc = forecast(hourly(), horizon=24, season_lengths=(24,), candidates=FAST, interval_method=method)

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capplan.forecasting.history import (GROWTH_FORECAST_H, MIN_LOG_SPREAD, Z_P90, flat_forecast, flatten_beyond,
-                                         floor_intervals, history_policy, observed_log_spread, window_note)
+                                         floor_intervals, history_policy, limit_horizon, monthly_horizon_refusal,
+                                         observed_log_spread, supported_steps, window_note)
 
 
 @pytest.mark.parametrize(("history_h", "daily", "weekly", "growth", "supported"), [
@@ -110,3 +111,30 @@ def test_flat_forecast_by_hour_of_day_or_one_level():
     assert (one["lo_80"] < one["mean"]).all() and (one["mean"] < one["hi_80"]).all()
     with pytest.raises(ValueError, match="no observed hour"):
         flat_forecast(pd.Series(np.nan, index=idx), future, (80,), False, 0.1)
+
+
+def test_supported_steps_is_one_history_ahead_in_any_unit():
+    assert supported_steps(20, 30) == 20 and supported_steps(400, 30) == 30 and supported_steps(0, 5) == 0
+    with pytest.raises(ValueError, match="history_steps and horizon"):
+        supported_steps(-1, 3)
+
+
+def test_limit_horizon_flattens_daily_targets_beyond_the_history_and_says_so():
+    frame = pd.DataFrame({"mean": np.arange(30.0), "lo_80": np.arange(30.0) - 1, "hi_80": np.arange(30.0) + 1},
+                         index=pd.date_range("2026-03-01", periods=30, freq="D"))
+    out, note = limit_horizon(frame, 20, 7, "day")
+    # days 20..29 repeat days 13..19 (the last supported week), so no growth past day 20
+    assert out["mean"].tolist()[20:] == [13, 14, 15, 16, 17, 18, 19, 13, 14, 15]
+    assert out.attrs["flattened_after_steps"] == 20
+    assert note == ("20 observed days support a forecast 20 days ahead (1x the history); the remaining 10 days "
+                    "repeat the last supported week (flat, no growth extrapolated)")
+    same, none = limit_horizon(frame, 30, 7, "day")
+    assert same is frame and none is None
+    with pytest.raises(ValueError, match="support no forecast ahead"):
+        limit_horizon(frame, 0, 7, "day")
+
+
+def test_monthly_totals_beyond_the_history_are_refused():
+    assert monthly_horizon_refusal(100, 60, 2) is None
+    reason = monthly_horizon_refusal(40, 61, 2)
+    assert reason.startswith("2 month(s) of totals need a forecast 61 days ahead, but 40 observed days support at most 40")

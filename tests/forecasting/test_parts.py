@@ -85,6 +85,20 @@ def test_step_scale_never_falls_and_grows_as_sqrt_beyond_the_backtest():
     assert scale[15] == pytest.approx(scale[3] * np.sqrt(16 / 4))
 
 
+def test_step_scale_grows_beyond_the_backtest_as_the_backtests_grew():
+    # errors of equal size at every lead (a stationary level): the scale stays flat beyond the 16 steps
+    flat = np.tile([1.0, -1.0], (3, 8))
+    assert intervals.growth_exponent(intervals.step_scale(flat, 16)) == 0.0
+    assert intervals.step_scale(flat, 64)[-1] == pytest.approx(intervals.step_scale(flat, 16)[-1])
+    # errors growing as sqrt(h) (a random walk): beta 1/2 read back, so the old sqrt rule still holds there
+    walk = np.sqrt(np.arange(1.0, 65.0))[None, :] * np.array([[1.0], [-1.0]])
+    beta = intervals.growth_exponent(intervals.step_scale(walk, 64))
+    assert 0.4 <= beta <= 0.5
+    # errors growing linearly are capped at 1/2; too few steps to read a growth from: 1/2 assumed
+    assert intervals.growth_exponent(np.arange(1.0, 33.0)) == 0.5
+    assert intervals.growth_exponent(np.ones(4)) == 0.5
+
+
 def test_conformal_quantiles_golden():
     # n = 9 errors 1..9, level 80: rank ceil(10 * 0.9) = 9 -> upper 9; lower mirrors to 1, clipped to <= 0 -> 0
     lo, hi = intervals.conformal_quantiles(np.arange(1.0, 10.0), 80)
