@@ -244,6 +244,47 @@ def pool_table(plans: tuple[PoolPlan, ...]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def operating_curve_chart(plans: tuple[PoolPlan, ...]) -> Chart | None:
+    """Per pool whose throughput is modelled or calibrated, the performance model's curve the plan read its
+    throughput from (:attr:`capplan.plan.throughput.ThroughputEstimate.curve`); ``None`` when no pool has one."""
+    curved = [p for p in plans if p.throughput is not None and p.throughput.curve is not None]
+    if not curved:
+        return None
+    others = [f"{p.name}: no modelled curve ({p.throughput_source})" for p in plans if p not in curved]
+    png = charts.chart_png(draw_operating_curves, curved, n_axes=len(curved),
+                           size_in=(max(8.0, 4.2 * len(curved)), 3.4))
+    return Chart("operating-curve", "Throughput and TPOT against batch, per pool (modelled)",
+                 "Modelled by the performance model (sizing.performance) at each pool's production token mix, on its "
+                 "GPU, TP and precision, over batch sizes up to the KV-memory batch limit: output tokens/s per GPU "
+                 "(left axis) and mean TPOT (right axis, dashed; dotted: the TPOT target); red: the batch the plan "
+                 "runs at. " + "; ".join(_curve_text(p) for p in curved) + "."
+                 + (" " + "; ".join(others) + "." if others else ""), png)
+
+
+def draw_operating_curves(axes, plans: list[PoolPlan]) -> dict[str, dict]:
+    """Small multiples of :func:`charts.plot_operating_curve`, one axis per pool titled as the other per-pool
+    charts, one legend above them all. Returns what each pool's axis drew, by pool name."""
+    axes = axes if isinstance(axes, list) else [axes]
+    drawn = {}
+    for ax, p in zip(axes, plans):
+        c = p.throughput.curve
+        drawn[p.name] = charts.plot_operating_curve(ax, pd.DataFrame(list(c.points)), c.batch,
+                                                    c.output_tokens_per_s_per_gpu, c.tpot_ms, c.tpot_ms_max)
+        ax.set_title(f"{p.name} ({p.gpu})", fontsize="medium")
+    if len(axes) > 1:  # the twin axes hold the TPOT lines
+        charts.legend_above_figure([*axes, *(d["tpot_axis"] for d in drawn.values())])
+    return drawn
+
+
+def _curve_text(p: PoolPlan) -> str:
+    c = p.throughput.curve
+    calibrated = (f", throughputs scaled by the load test's measured/model ratio {c.calibration_ratio:.3g} "
+                  "(TPOT and TTFT the model's)" if c.source == "calibrated" else "")
+    return (f"{p.name} ({c.source}{calibrated}): {c.inputs}; there {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per "
+            f"GPU, TPOT {c.tpot_ms:.1f} ms, TTFT {c.ttft_ms:,.0f} ms; KV memory holds {c.kv_memory_batch_limit} "
+            "sequences")
+
+
 def _tables(inputs: ReportInputs) -> list[Table]:
     slo = pd.DataFrame([{k: v for k, v in ev.status.to_record().items()
                          if k in ("name", "target", "sli", "budget_remaining_fraction", "burn_rate")}
@@ -261,7 +302,7 @@ def _tables(inputs: ReportInputs) -> list[Table]:
               "tokens per sequence, burst ratio), the GPUs each constraint alone needs [GPUs], what binds and by how "
               "much; throughput source: measured (a load test), calibrated (a load test carried to the pool's "
               "mix by the performance model), modelled (the performance model) or assumed (the GPU catalogue's "
-              "rates); the assumptions table says what each rests on."),
+              "rates); the assumptions table says what each rests on.", operating_curve_chart(inputs.pools)),
         Table("Demand and constraints by month", demand,
               "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs], "
               "per pool."),

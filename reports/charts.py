@@ -22,7 +22,7 @@ from matplotlib.ticker import EngFormatter, MaxNLocator, NullFormatter, ScalarFo
 
 #: Colours used consistently across charts (matplotlib's default cycle).
 COLOURS = {"p50": "C0", "band": "C0", "history": "0.35", "throughput": "C1", "memory": "C2",
-           "headroom": "0.75", "chosen": "C3"}
+           "headroom": "0.75", "chosen": "C3", "latency": "C4"}
 
 
 def plot_qps_forecast(ax: Axes, history_qps: pd.Series, forecast: pd.DataFrame,
@@ -211,6 +211,53 @@ def plot_hockey_stick(ax: Axes, curve: pd.DataFrame, utilisation: float, latency
     return artists
 
 
+def plot_operating_curve(ax: Axes, curve: pd.DataFrame, batch: int, output_tokens_per_s_per_gpu: float,
+                         tpot_ms: float, tpot_ms_max: float | None = None) -> dict[str, Any]:
+    """Modelled throughput per GPU and TPOT over the batch, with the operating point and the TPOT target.
+
+    Parameters
+    ----------
+    ax : Axes
+        Where to draw throughput; TPOT goes on a twin axis on the right.
+    curve : pandas.DataFrame
+        One row per batch: ``batch`` [sequences], ``output_tokens_per_s_per_gpu`` [tokens/s per GPU],
+        ``tpot_ms`` [ms].
+    batch, output_tokens_per_s_per_gpu, tpot_ms : int, float, float
+        The operating point. [sequences], [tokens/s per GPU], [ms]
+    tpot_ms_max : float, optional
+        The TPOT target, drawn as a line. [ms]
+
+    Returns
+    -------
+    dict
+        ``throughput`` and ``tpot`` (the lines), ``operating`` (the two markers), ``target`` (the target
+        line or None) and ``tpot_axis`` (the twin axis).
+    """
+    rows = curve.sort_values("batch")
+    twin = ax.twinx()
+    drawn: dict[str, Any] = {
+        "throughput": ax.plot(rows["batch"], rows["output_tokens_per_s_per_gpu"], marker=".",
+                              color=COLOURS["throughput"], label="output tokens/s per GPU")[0],
+        "tpot": twin.plot(rows["batch"], rows["tpot_ms"], marker=".", ls="--", color=COLOURS["latency"],
+                          label="TPOT")[0],
+        "target": (twin.axhline(tpot_ms_max, color=COLOURS["latency"], lw=0.8, ls=":", label="TPOT target")
+                   if tpot_ms_max is not None else None),
+        "tpot_axis": twin}
+    drawn["operating"] = [ax.scatter([batch], [output_tokens_per_s_per_gpu], color=COLOURS["chosen"], zorder=3,
+                                     label="operating point (the plan's batch)"),
+                          twin.scatter([batch], [tpot_ms], color=COLOURS["chosen"], marker="D", s=16, zorder=3)]
+    ax.set_xscale("log", base=2)  # the sweep doubles the batch
+    ax.xaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.set_xlabel("Batch [sequences]")
+    ax.set_ylabel("Output tokens/s per GPU [tokens/s]")
+    twin.set_ylabel("TPOT [ms]")
+    ax.set_ylim(bottom=0)
+    twin.set_ylim(bottom=0)
+    legend_above(ax, [h for h in (drawn["throughput"], drawn["tpot"], drawn["target"], drawn["operating"][0])
+                      if h is not None])
+    return drawn
+
+
 def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list[Any]:
     """Error budget remaining over time, with alert episodes shaded.
 
@@ -343,11 +390,12 @@ def model_label(name: str) -> str:
     return name[:MODEL_LABEL_CHARS - 1] + "…"
 
 
-def legend_above(ax: Axes) -> Any:
-    """Put the legend in one row above the plotting area, so it can never cover a bar or a line."""
-    handles, _labels = ax.get_legend_handles_labels()
-    return ax.legend(loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(len(handles), 1), fontsize="small",
-                     frameon=False, borderaxespad=0, handlelength=1.2, columnspacing=1.0)
+def legend_above(ax: Axes, handles: Sequence[Any] | None = None) -> Any:
+    """Put the legend in one row above the plotting area, so it can never cover a bar or a line.
+    ``handles``: the artists to name (default: the axis' own labelled artists; a twin axis' are not)."""
+    handles = ax.get_legend_handles_labels()[0] if handles is None else list(handles)
+    return ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.01), ncols=max(len(handles), 1),
+                     fontsize="small", frameon=False, borderaxespad=0, handlelength=1.2, columnspacing=1.0)
 
 
 def legend_above_figure(axes: Sequence[Axes], first: Sequence[str] = ()) -> Any:

@@ -31,10 +31,11 @@ True
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -921,15 +922,48 @@ def replica_throughput(
     )
 
 
+#: Batches of a sweep (:func:`throughput_sweep`), capped at the replica's batch limit. [sequences]
+SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def throughput_sweep(limit: int, extra_batches: Iterable[int] = (), **replica_kwargs: Any) -> list[dict]:
+    """Throughput and latency over batch sizes up to ``limit``: the curve to pick an operating point on.
+
+    One :func:`replica_throughput` at ``concurrency = B`` for each ``B`` of :data:`SWEEP_BATCHES` below
+    ``limit``, ``limit`` itself and ``extra_batches`` (e.g. an operating batch), in batch order.
+
+    Parameters
+    ----------
+    limit : int
+        Largest batch to evaluate, e.g. the KV-memory batch limit. [sequences]
+    extra_batches : iterable of int
+        More batches to include (those above ``limit`` are left out). [sequences]
+    **replica_kwargs
+        :func:`replica_throughput`'s model, GPU, TP, precision, token mix (and ``efficiency``).
+
+    Returns
+    -------
+    list of dict
+        :meth:`ReplicaThroughput.to_dict` per distinct batch actually run: beyond the engine's batch
+        limit a larger concurrency runs the same batch, so it appears once.
+    """
+    points = {}
+    for b in sorted({b for b in (*SWEEP_BATCHES, *extra_batches) if 1 <= b < limit} | {max(int(limit), 1)}):
+        point = replica_throughput(**replica_kwargs, concurrency=int(b)).to_dict()
+        points[point["batch"]] = point
+    return list(points.values())
+
+
 __all__ = [
     "ACTIVATION_BYTES_PER_ELEMENT", "BATCH_LIMITS", "Efficiency", "KV_BYTES_PER_ELEMENT",
-    "MAX_PREFILL_CHUNK_TOKENS", "PRECISIONS", "Replica", "ReplicaThroughput", "STEP_BOUNDS", "TokenMix",
+    "MAX_PREFILL_CHUNK_TOKENS", "PRECISIONS", "Replica", "ReplicaThroughput", "STEP_BOUNDS", "SWEEP_BATCHES",
+    "TokenMix",
     "WEIGHT_BYTES_PER_PARAMETER", "allreduce_time_per_layer_s", "allreduce_time_s",
     "attended_tokens_per_layer", "batch_for_arrival_rate", "batch_limit", "best_batch_for_targets", "compute_time_s",
     "decode_attention_flops", "experts_touched", "kv_bytes_per_sequence_per_gpu", "kv_bytes_per_token",
     "kv_elements_per_token_per_layer", "kv_memory_batch_limit", "kv_shards", "linear_flops",
     "load_efficiency", "mean_context_tokens", "memory_time_s", "mixed_step_prefill_tokens",
     "output_tokens_per_s_per_gpu", "prefill_attention_flops", "replica", "replica_throughput",
-    "reserved_context_tokens", "roofline_step_time_s", "stack_replicas", "step_time_s", "tpot_s", "ttft_s",
-    "weight_bytes_per_gpu", "weight_bytes_read_per_step_per_gpu",
+    "reserved_context_tokens", "roofline_step_time_s", "stack_replicas", "step_time_s", "throughput_sweep",
+    "tpot_s", "ttft_s", "weight_bytes_per_gpu", "weight_bytes_read_per_step_per_gpu",
 ]

@@ -6,21 +6,6 @@ import typer
 
 from capplan.cli._common import JSON_OPTION, fail, print_json
 
-#: Batches of the ``--sweep`` curve (capped at the replica's batch limit). [sequences]
-SWEEP_BATCHES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-
-
-def _sweep(kwargs: dict, limit: int) -> list[dict]:
-    """Throughput and latency over batch sizes up to ``limit``: the curve to pick an operating point on."""
-    from capplan.sizing.performance import replica_throughput
-
-    points = {}
-    for b in sorted({b for b in SWEEP_BATCHES if b < limit} | {limit}):
-        point = replica_throughput(**kwargs, concurrency=b).to_dict()
-        points[point["batch"]] = point   # beyond the engine's batch limit a larger concurrency changes nothing
-    return list(points.values())
-
-
 def _print(result: dict, sweep: list[dict], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -59,7 +44,7 @@ def perf(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Modelled output tokens/s per GPU of one replica, at max batch, a concurrency or latency targets."""
-    from capplan.sizing.performance import replica_throughput
+    from capplan.sizing.performance import replica_throughput, throughput_sweep
 
     if concurrency is not None and (tpot_ms_max is not None or ttft_ms_max is not None):
         fail("give --concurrency or latency targets (--tpot-ms-max/--ttft-ms-max), not both", code=2)
@@ -68,7 +53,7 @@ def perf(
     try:
         result = replica_throughput(**kwargs, concurrency=concurrency, tpot_ms_max=tpot_ms_max,
                                     ttft_ms_max=ttft_ms_max).to_dict()
-        curve = _sweep(kwargs, result["kv_memory_batch_limit"]) if sweep else []
+        curve = throughput_sweep(result["kv_memory_batch_limit"], **kwargs) if sweep else []
     except ValueError as exc:
         fail(str(exc), code=2)
     inputs = {**kwargs, "concurrency": concurrency, "tpot_ms_max": tpot_ms_max, "ttft_ms_max": ttft_ms_max}

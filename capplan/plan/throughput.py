@@ -27,13 +27,38 @@ from typing import TYPE_CHECKING, Any, Literal
 from capplan.loadtest.capacity import SloTargets, group_sweeps, sweep_summary
 from capplan.loadtest.hygiene import run_flags
 from capplan.sizing.catalogue import GpuSpec, ModelSpec
-from capplan.sizing.performance import replica_throughput, token_mix
+from capplan.sizing.performance import replica_throughput, throughput_sweep, token_mix
 
 if TYPE_CHECKING:  # DuckDB and pandas only for the reader: `capplan size` imports this module without them
     import duckdb
     import pandas as pd
 
 SOURCES = ("measured", "calibrated", "modelled", "assumed")
+
+
+@dataclass(frozen=True)
+class OperatingCurve:
+    """The performance model's operating curve of a pool's replica at its production token mix: throughput
+    and latency over batch sizes up to the KV-memory batch limit, and the batch the plan runs at.
+
+    ``points`` are :func:`capplan.sizing.performance.throughput_sweep`'s dicts (``batch`` [sequences],
+    ``output_tokens_per_s_per_gpu`` [tokens/(s·GPU)], ``tpot_ms``, ``ttft_ms`` [ms], ``step_bound``, ...),
+    the operating batch among them. A calibrated pool's throughputs are the model's times
+    ``calibration_ratio`` (measured/model at the load test's mix), as its estimate is; its TPOT and TTFT
+    are the model's.
+    """
+
+    points: tuple[dict[str, Any], ...]
+    batch: int  # the operating batch the plan used [sequences]
+    output_tokens_per_s_per_gpu: float  # at ``batch`` [tokens/(s·GPU)]
+    tpot_ms: float  # at ``batch`` [ms]
+    ttft_ms: float  # at ``batch`` [ms]
+    tpot_ms_max: float | None  # the pool's targets [ms]
+    ttft_ms_max: float | None
+    kv_memory_batch_limit: int  # [sequences]
+    source: Literal["modelled", "calibrated"]
+    calibration_ratio: float  # 1 when modelled
+    inputs: str  # what the model was run at (model, GPU, TP, precision, token mix, targets)
 
 
 @dataclass(frozen=True)
@@ -45,7 +70,8 @@ class ThroughputEstimate:
     ``precision``, ``input_tokens_mean``, ``output_tokens_mean``, ``token_mix``, ``batch``,
     ``binds``, ``step_bound``, ``ttft_ms``, ``tpot_ms``, ``ttft_ms_max``, ``tpot_ms_max``) and, for a
     load test, ``load_test`` (its files), ``load_test_flags``, ``load_test_gpu``,
-    ``load_test_capacity_requests_per_s`` and (calibrated) ``calibration_ratio``.
+    ``load_test_capacity_requests_per_s`` and (calibrated) ``calibration_ratio``. ``curve``: for a
+    modelled or calibrated rate, the model's :class:`OperatingCurve` it was read from.
     """
 
     gpu_output_tokens_per_s: float  # [tokens/(s·GPU)] at the operating point
@@ -54,6 +80,7 @@ class ThroughputEstimate:
     source: Literal["measured", "calibrated", "modelled", "assumed"]
     note: str  # what it rests on (load-test file + capacity, or model inputs)
     details: dict[str, Any] = field(default_factory=dict)
+    curve: OperatingCurve | None = None  # modelled or calibrated: the model's curve at the production mix
 
     def fleet_spec_overrides(self) -> dict:
         """Keyword arguments for ``SizingConfig.fleet_spec`` / ``dataclasses.replace(FleetSpec, ...)``.
@@ -168,10 +195,12 @@ def pool_throughput(load_tests: pd.DataFrame | None, *, pool: str, model: ModelS
     details = _model_details(model, gpu, tensor_parallel, precision, input_tokens, output_tokens, prod, tpot_ms_max,
                              ttft_ms_max)
     ratio = summary["output_tokens_per_s_per_gpu"] / test.output_tokens_per_s_per_gpu
+    curve = _curve(model, gpu, tensor_parallel, precision, input_tokens, output_tokens, prod, details, "calibrated",
+                   ratio)
     return ThroughputEstimate(prod.output_tokens_per_s_per_gpu * ratio, None, None, "calibrated",
                               f"load test {files} at another token mix, measured/model {ratio:.3g} at its mix, "
                               f"applied to the model at {_inputs_text(details)}",
-                              details | _load_test_details(summary, files) | {"calibration_ratio": ratio})
+                              details | _load_test_details(summary, files) | {"calibration_ratio": ratio}, curve)
 
 
 def modelled_throughput(model: ModelSpec, gpu: GpuSpec, tensor_parallel: int, precision: str, input_tokens: Any,
@@ -189,7 +218,24 @@ def modelled_throughput(model: ModelSpec, gpu: GpuSpec, tensor_parallel: int, pr
     why = [*reasons] + ([] if prod.meets_targets else ["no batch meets the latency targets: batch 1"])
     return ThroughputEstimate(prod.output_tokens_per_s_per_gpu, None, None, "modelled",
                               f"performance model: {_inputs_text(details)}" + (f" ({'; '.join(why)})" if why else ""),
-                              details)
+                              details, _curve(model, gpu, tensor_parallel, precision, input_tokens, output_tokens,
+                                              prod, details, "modelled"))
+
+
+def _curve(model: ModelSpec, gpu: GpuSpec, tensor_parallel: int, precision: str, input_tokens: Any,
+           output_tokens: Any, prod: Any, details: Mapping[str, Any], source: Literal["modelled", "calibrated"],
+           ratio: float = 1.0) -> OperatingCurve:
+    """The model's sweep at the production mix up to the KV-memory limit, through the operating batch
+    ``prod.batch``; throughputs times ``ratio`` (calibrated)."""
+    points = throughput_sweep(prod.kv_memory_batch_limit, extra_batches=(prod.batch,), model=model, gpu=gpu,
+                              tensor_parallel=tensor_parallel, precision=precision, input_tokens=input_tokens,
+                              output_tokens=output_tokens)
+    scaled = tuple(p | {"output_tokens_per_s_per_gpu": p["output_tokens_per_s_per_gpu"] * ratio,
+                        "output_tokens_per_s_per_replica": p["output_tokens_per_s_per_replica"] * ratio}
+                   for p in points)
+    return OperatingCurve(scaled, int(prod.batch), prod.output_tokens_per_s_per_gpu * ratio, prod.tpot_ms, prod.ttft_ms,
+                          details["tpot_ms_max"], details["ttft_ms_max"], int(prod.kv_memory_batch_limit),
+                          source, ratio, _inputs_text(details))
 
 
 def _assumed(model: ModelSpec, gpu: GpuSpec, reasons: Sequence[str]) -> ThroughputEstimate:
@@ -224,4 +270,5 @@ def _model_details(model: ModelSpec, gpu: GpuSpec, tensor_parallel: int, precisi
             "ttft_ms": prod.ttft_ms, "tpot_ms": prod.tpot_ms, "ttft_ms_max": ttft_ms_max, "tpot_ms_max": tpot_ms_max}
 
 
-__all__ = ["SOURCES", "ThroughputEstimate", "load_tests_for_plan", "modelled_throughput", "pool_throughput"]
+__all__ = ["SOURCES", "OperatingCurve", "ThroughputEstimate", "load_tests_for_plan", "modelled_throughput",
+           "pool_throughput"]

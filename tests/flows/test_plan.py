@@ -135,7 +135,9 @@ def test_report_folder_holds_every_output_and_the_resolved_config(planned_report
     folder, cfg = planned_report
     names = {p.name for p in folder.iterdir()}
     assert {"report.html", "report.md", "budget.csv", "budget.xlsx", "config.json", "forecast.csv", "charts"} <= names
-    assert len(list((folder / "charts").glob("*.png"))) == 8 + len(cfg.slos)  # per-pool small multiples + fleet
+    assert len(list((folder / "charts").glob("*.png"))) == 9 + len(cfg.slos)  # per-pool small multiples + fleet
+    md = (folder / "report.md").read_text()
+    assert "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)" in md
     resolved = CapplanConfig.model_validate_json((folder / "config.json").read_text())
     assert resolved == cfg
     md = (folder / "report.md").read_text()
@@ -236,3 +238,4 @@ def test_a_load_test_imported_for_one_pool_makes_it_measured_and_its_gpus_follow
     rate = re.search(rf"\| {re.escape(pool)}: throughput per GPU \| ([\d,.]+) \| tokens/\(s·GPU\) \| measured \|", md)
     assert float(rate.group(1).replace(",", "")) == pytest.approx(0.025 * mix.output_tokens_per_request, rel=0.01)
     assert f"| {pool}: throughput load test | " in md and "sweep-" in md
+    assert f"{pool}: no modelled curve (measured)" in md and "llama-3.1-70b (modelled)" in md

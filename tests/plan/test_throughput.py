@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from capplan.loadtest.store import ensure_table
 from capplan.plan.throughput import load_tests_for_plan, pool_throughput
 from capplan.sizing.catalogue import get_gpu, get_model
-from capplan.sizing.performance import replica_throughput
+from capplan.sizing.performance import replica_throughput, throughput_sweep
 
 MODEL, GPU = get_model("llama-3.1-70b"), get_gpu("H100-SXM-80GB")
 COMMON = dict(pool="chat", model=MODEL, gpu=GPU, tensor_parallel=2, precision="fp8",
@@ -50,6 +50,36 @@ def test_calibrated_equals_the_measurement_at_the_tests_own_mix():
     at_prod = replica_throughput(input_tokens=1000, output_tokens=300, **kw).output_tokens_per_s_per_gpu
     at_test = replica_throughput(input_tokens=3000, output_tokens=300, **kw).output_tokens_per_s_per_gpu
     assert e.gpu_output_tokens_per_s * at_test / at_prod == pytest.approx(500.0)
+
+
+def test_a_modelled_rate_carries_the_curve_it_was_read_from():
+    """The operating point lies on the curve; the curve is the model's sweep at the production mix up to the
+    KV-memory limit (llama-3.1-70b, 2 x H100 fp8, 1,000 in / 300 out, TPOT <= 50 ms, TTFT <= 1,000 ms)."""
+    e = pool_throughput(None, input_tokens=1000, output_tokens=300, **COMMON)
+    c = e.curve
+    assert e.source == c.source == "modelled" and c.calibration_ratio == 1.0
+    at = {p["batch"]: p for p in c.points}
+    assert c.batch == e.details["batch"] and at[c.batch]["output_tokens_per_s_per_gpu"] == e.gpu_output_tokens_per_s
+    assert at[c.batch]["tpot_ms"] == c.tpot_ms == e.details["tpot_ms"] and c.tpot_ms <= 50.0
+    assert (c.tpot_ms_max, c.ttft_ms_max) == (50.0, 1000.0)
+    kw = dict(model=MODEL, gpu=GPU, tensor_parallel=2, precision="fp8", input_tokens=1000, output_tokens=300)
+    assert list(c.points) == throughput_sweep(c.kv_memory_batch_limit, extra_batches=(c.batch,), **kw)
+    assert max(at) == replica_throughput(**kw).batch  # up to the batch limit
+
+
+def test_a_calibrated_curve_is_the_models_times_the_ratio_and_measured_or_assumed_have_none():
+    modelled = pool_throughput(None, input_tokens=1000, output_tokens=300, **COMMON).curve
+    e = pool_throughput(_sweep(input_tokens=3000.0), input_tokens=1000, output_tokens=300, **COMMON)
+    c = e.curve
+    assert c.source == "calibrated" and c.calibration_ratio == pytest.approx(e.details["calibration_ratio"])
+    assert [p["batch"] for p in c.points] == [p["batch"] for p in modelled.points]
+    for cal, mod in zip(c.points, modelled.points):
+        scaled = mod["output_tokens_per_s_per_gpu"] * c.calibration_ratio
+        assert cal["output_tokens_per_s_per_gpu"] == pytest.approx(scaled)
+        assert cal["tpot_ms"] == mod["tpot_ms"]
+    assert c.output_tokens_per_s_per_gpu == pytest.approx(e.gpu_output_tokens_per_s)
+    assert pool_throughput(_sweep(), input_tokens=1000, output_tokens=300, **COMMON).curve is None
+    assert pool_throughput(None, input_tokens=1000, output_tokens=300, **{**COMMON, "precision": "fp4"}).curve is None
 
 
 def test_closed_loop_test_is_rejected_and_the_model_is_used():

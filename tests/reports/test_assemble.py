@@ -1,4 +1,5 @@
-"""reports/assemble.py: the "How earlier plans did" chart is drawn from the stored plans and sits in its section."""
+"""reports/assemble.py: the "How earlier plans did" chart is drawn from the stored plans and sits in its section;
+the operating curves are the sizing stage's and sit under the pools table."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from capplan.config import parse_config
 from capplan.history.compare import EarlierPlans
 from capplan.history.store import FLEET
+from capplan.plan.inputs import MeasuredInputs
+from capplan.plan.pool_plan import plan_pool
+from capplan.plan.pools import Pool
 from capplan.reports import charts
-from capplan.reports.assemble import draw_plan_variance, earlier_plans_table
-from capplan.reports.document import PlanReport
+from capplan.reports.assemble import (draw_operating_curves, draw_plan_variance, earlier_plans_table,
+                                     operating_curve_chart)
+from capplan.reports.document import PlanReport, Table
 from capplan.reports.render import render_html, render_markdown, write_report
 
 def test_the_chart_draws_the_variance_tables_numbers(variance, stored_plan_row) -> None:
@@ -84,3 +90,52 @@ def test_no_earlier_plan_no_chart() -> None:
     table = earlier_plans_table(None)
     assert table.chart is None and table.frame.empty
     assert "chart-plan-variance" not in render_html(_report(table))
+
+
+def _plans():
+    """Two real pool plans on 1 x H100, 800 in / 250 out: "chat" modelled (TPOT <= 30 ms), "flat" with a flat
+    rate given in its settings (assumed)."""
+    cfg = parse_config({"cost": {"interruptible_share": 0.0, "commit_level": "P50"}})
+    measured = MeasuredInputs(first_ts_utc=pd.Timestamp("2026-09-01"), last_ts_utc=pd.Timestamp("2026-11-30 23:00"),
+                              requests=1000, input_tokens_per_request=800.0, output_tokens_per_request=250.0,
+                              latency_s=4.0, kv_tokens_per_sequence=3000.0, burst_ratio=1.5)
+    forecast = pd.DataFrame({"mean": 2.0, "lo_80": 1.6, "hi_80": 2.6},
+                            index=pd.date_range("2026-12-01", periods=48, freq="h"))
+    pools = [Pool(name="chat", models=("chat",), model="llama-3.1-8b", gpu="H100-SXM-80GB", tensor_parallel=1,
+                  tpot_ms_max=30.0),
+             Pool(name="flat", models=("flat",), model="llama-3.1-8b", gpu="H100-SXM-80GB", tensor_parallel=1,
+                  settings={"gpu_output_tokens_per_s": 1000.0})]
+    return tuple(plan_pool(cfg, p, forecast, ["2026-12"], measured) for p in pools)
+
+
+def test_the_operating_curves_drawn_are_the_sizing_stages() -> None:
+    """The drawn points are the curve the plan's throughput estimate carries; the red dot is the plan's
+    batch and rate, on the curve; a pool without a modelled rate gets no axis and is named in the caption."""
+    chat, flat = _plans()
+    curve = chat.throughput.curve
+    assert chat.throughput_source == "modelled" and flat.throughput is None
+    fig = Figure(figsize=(8, 3.4))
+    drawn = draw_operating_curves(fig.subplots(), [chat])["chat"]
+    points = pd.DataFrame(list(curve.points))
+    np.testing.assert_array_equal(drawn["throughput"].get_xdata(), points["batch"])
+    np.testing.assert_array_equal(drawn["throughput"].get_ydata(), points["output_tokens_per_s_per_gpu"])
+    np.testing.assert_array_equal(drawn["tpot"].get_ydata(), points["tpot_ms"])
+    (batch, rate), = drawn["operating"][0].get_offsets().tolist()
+    assert (batch, rate) == (curve.batch, chat.spec.gpu_output_tokens_per_s)
+    on_curve = points.set_index("batch").loc[curve.batch]
+    assert on_curve["output_tokens_per_s_per_gpu"] == rate and on_curve["tpot_ms"] <= 30.0
+    assert drawn["target"].get_ydata()[0] == 30.0
+    chart = operating_curve_chart((chat, flat))
+    assert chart.key == "operating-curve" and chart.png.startswith(b"\x89PNG")
+    assert "chat (modelled): llama-3.1-8b on 1 x H100-SXM-80GB" in chart.caption
+    assert "flat: no modelled curve (assumed)" in chart.caption
+    assert operating_curve_chart((flat,)) is None
+
+
+def test_the_report_shows_the_operating_curves_under_the_pools_table(tmp_path: Path) -> None:
+    table = Table("Pools", pd.DataFrame({"pool": ["chat"]}), "caption", operating_curve_chart(_plans()))
+    report = _report(table)
+    md = _section(render_markdown(report), "### Pools", "\n## ")
+    assert "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)" in md
+    assert '<figure id="chart-operating-curve">' in render_html(report)
+    assert (write_report(report, tmp_path, {}) / "charts" / "operating-curve.png").is_file()

@@ -108,3 +108,21 @@ def test_a_long_ensemble_name_does_not_run_over_the_bars():
     assert [round(b.get_width(), 6) for b in bars] == [29.0, 23.0, 28.0]
     assert all(t.get_window_extent().x0 >= 0 for t in ax.get_yticklabels())  # inside the figure
     assert charts.model_label("a" * 30) == "a" * 23 + "…"
+
+
+def test_the_operating_curve_draws_its_points_the_operating_point_and_the_target():
+    curve = pd.DataFrame({"batch": [1, 2, 4, 8], "output_tokens_per_s_per_gpu": [100.0, 190.0, 350.0, 600.0],
+                          "tpot_ms": [10.0, 10.5, 11.4, 13.3]})
+    ax, drawn = _drawn(charts.plot_operating_curve, curve, 4, 350.0, 11.4, 12.0)
+    np.testing.assert_array_equal(drawn["throughput"].get_xdata(), curve["batch"])
+    np.testing.assert_array_equal(drawn["throughput"].get_ydata(), curve["output_tokens_per_s_per_gpu"])
+    np.testing.assert_array_equal(drawn["tpot"].get_ydata(), curve["tpot_ms"])
+    assert drawn["tpot"].axes is drawn["tpot_axis"] and drawn["target"].get_ydata()[0] == 12.0
+    assert drawn["operating"][0].get_offsets().tolist() == [[4.0, 350.0]]
+    assert drawn["operating"][1].get_offsets().tolist() == [[4.0, 11.4]]
+    assert (ax.get_xlabel(), ax.get_ylabel(), drawn["tpot_axis"].get_ylabel()) == (
+        "Batch [sequences]", "Output tokens/s per GPU [tokens/s]", "TPOT [ms]")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["output tokens/s per GPU", "TPOT", "TPOT target", "operating point (the plan's batch)"]
+    _, untargeted = _drawn(charts.plot_operating_curve, curve, 8, 600.0, 13.3)
+    assert untargeted["target"] is None

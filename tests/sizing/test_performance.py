@@ -268,6 +268,29 @@ def test_per_gpu_throughput_falls_as_tp_grows_at_one_batch(tp, batch):
     assert perf.output_tokens_per_s_per_gpu(large, EFF, batch) <= perf.output_tokens_per_s_per_gpu(small, EFF, batch)
 
 
+@settings(max_examples=30, deadline=None)
+@given(model=models, isl=lengths, osl=st.integers(1, 8000), extra=st.integers(1, 600))
+def test_a_sweep_is_the_model_at_each_batch_and_never_falls_up_to_the_batch_limit(model, isl, osl, extra):
+    """The model's shape: throughput per GPU and TPOT both rise (never fall) with the batch, up to the batch
+    limit (KV memory or the engine's); the sweep is replica_throughput at each batch, the extra one included."""
+    kw = dict(model=model, gpu="H200-141GB", tensor_parallel=2, precision="fp8", input_tokens=isl, output_tokens=osl,
+              efficiency=EFF)
+    try:
+        top = perf.replica_throughput(**kw)
+    except ValueError:
+        return   # does not fit
+    points = perf.throughput_sweep(top.kv_memory_batch_limit, extra_batches=(extra,), **kw)
+    batches = [p["batch"] for p in points]
+    assert batches[0] == 1 and batches[-1] == top.batch and batches == sorted(set(batches))
+    assert min(extra, top.batch) in batches
+    for p in points:  # ("binds" says concurrency or, at the top, what caps it)
+        at = perf.replica_throughput(**kw, concurrency=p["batch"])
+        assert (p["output_tokens_per_s_per_gpu"], p["tpot_ms"], p["ttft_ms"]) == (at.output_tokens_per_s_per_gpu,
+                                                                             at.tpot_ms, at.ttft_ms)
+    x, t = (np.array([p[k] for p in points]) for k in ("output_tokens_per_s_per_gpu", "tpot_ms"))
+    assert (np.diff(x) >= -1e-9 * x[1:]).all() and (np.diff(t) >= 0).all()
+
+
 # --- the benchmark runs -------------------------------------------------------------------
 
 @pytest.mark.slow
