@@ -33,6 +33,21 @@ def _targets(cfg, ttft_ms_max: float | None, tpot_ms_max: float | None, percenti
         fail(str(exc), code=2)
 
 
+def _pool_targets(cfg, pool_name: str, targets, ttft_flag: float | None, tpot_flag: float | None):
+    """A sweep's targets: the flags where given, else those of the ``[[pools]]`` entry the runs were filed under
+    (:func:`capplan.plan.pools.pool_latency_targets`, as the plan judges them), else ``targets``."""
+    from dataclasses import replace
+
+    from capplan.plan.pools import config_pools, pool_latency_targets
+
+    pool = next((p for p in config_pools(cfg) if cfg.pools and p.name == pool_name), None)
+    if pool is None:
+        return targets
+    ttft, tpot = pool_latency_targets(cfg, pool)
+    return replace(targets, ttft_ms_max=ttft_flag if ttft_flag is not None else ttft,
+                   tpot_ms_max=tpot_flag if tpot_flag is not None else tpot)
+
+
 def _existing_db(cfg, db: Path | None, first: str) -> Path:
     """The database path, or exit saying which command creates it."""
     path = db_path(cfg, db)
@@ -162,7 +177,7 @@ def show(
     db: Path | None = DB_OPTION,
     pool: str | None = typer.Option(None, "--pool", help="Only this pool's runs."),
     model: str | None = typer.Option(None, "--model", help="The logs' model whose production mix the runs are "
-                                                           "checked against (until pools exist)."),
+                                                           "checked against."),
     days: int | None = typer.Option(None, "--days", min=1, help="Days of logs for the production mix "
                                                                 "(default [report].measured_window_days)."),
     ttft_ms_max: float | None = TTFT_OPTION,
@@ -192,7 +207,12 @@ def show(
     payload = {"targets": {"ttft_ms_max": targets.ttft_ms_max, "tpot_ms_max": targets.tpot_ms_max,
                            "percentile": targets.percentile, "max_error_rate": targets.max_error_rate},
                "production_mix": {"model": model, "input_tokens_mean": input_mean, "output_tokens_mean": output_mean},
-               "runs": runs, "sweeps": [sweep_summary(group, targets) for group in group_sweeps(runs)], "note": note}
+               "runs": runs, "sweeps": [], "note": note}
+    for group in group_sweeps(runs):
+        pool_targets = _pool_targets(cfg, group[0]["pool"], targets, ttft_ms_max, tpot_ms_max)
+        payload["sweeps"].append({**sweep_summary(group, pool_targets), "targets": {
+            "ttft_ms_max": pool_targets.ttft_ms_max, "tpot_ms_max": pool_targets.tpot_ms_max,
+            "percentile": pool_targets.percentile, "max_error_rate": pool_targets.max_error_rate}})
     if as_json:
         print_json(payload)
     else:

@@ -103,6 +103,27 @@ def test_export_on_generated_logs(tmp_path):
     assert missing.exit_code == 1 and "models there" in missing.output
 
 
+def test_show_judges_each_sweep_at_its_pools_targets_unless_flags_say_otherwise(tmp_path):
+    """Runs filed under a [[pools]] entry are judged as the plan judges that pool: its ttft_ms_max (500 ms:
+    2 + (500 - 400) / 300 req/s), while another sweep keeps the config's default; a flag overrides both."""
+    db, config = tmp_path / "t.duckdb", tmp_path / "capplan.toml"
+    config.write_text('[[slos]]\nname = "fast"\nttft_threshold_ms = 550.0\n\n'
+                      '[[pools]]\nname = "chat"\nmodels = ["m"]\nttft_ms_max = 500.0\n', encoding="utf-8")
+    _invoke("import", _sweep_file(tmp_path), "--db", db, "--pool", "chat")
+    other = tmp_path / "other"
+    other.mkdir()
+    second = _sweep_file(other)
+    second.write_text(second.read_text().replace('"model_id": "m"', '"model_id": "n"'))  # another file's content
+    _invoke("import", second, "--db", db, "--pool", "not-in-config", "--replicas", "2")
+    shown = json.loads(_invoke("show", "--db", db, "--config", config, "--json").stdout)
+    by_pool = {s["setup"]["pool"]: s for s in shown["sweeps"]}
+    assert by_pool["chat"]["targets"]["ttft_ms_max"] == 500.0
+    assert by_pool["chat"]["capacity"]["requests_per_s"] == pytest.approx(2 + 100 / 300)
+    assert by_pool["not-in-config"]["capacity"]["requests_per_s"] == pytest.approx(2.5)  # the SLO's 550 ms
+    flagged = json.loads(_invoke("show", "--db", db, "--config", config, "--ttft-ms-max", "1000", "--json").stdout)
+    assert [s["capacity"]["requests_per_s"] for s in flagged["sweeps"]] == [pytest.approx(3.5)] * 2
+
+
 @pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/loadtests not beside the repo")
 def test_import_without_pool_files_each_run_under_the_pool_that_runs_its_model(tmp_path):
     """vLLM's real files record ``meta-llama/Llama-3.1-8B-Instruct``: with pools in the config they belong to the
