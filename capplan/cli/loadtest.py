@@ -77,17 +77,27 @@ def import_files(
     gpus_per_replica: int | None = typer.Option(
         None, "--gpus-per-replica", min=1, help="GPUs per replica (default: the file's tensor parallel, else 1)."),
     replicas: int = typer.Option(1, "--replicas", min=1, help="Replicas behind the endpoint the tool loaded."),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU type of the replicas (a GPU catalogue key), for files "
+                                                     "that name none (default: taken as the pool's GPU)."),
     tool: str = typer.Option("auto", "--tool", help="auto|vllm|sglang|guidellm|aiperf|genai-perf|llmperf."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Store each run of each file in the load_tests table (re-importing a file is a no-op)."""
     from capplan.loadtest.formats import TOOLS, LoadTestFormatError
-    from capplan.loadtest.store import import_file
+    from capplan.loadtest.store import GpuMismatchError, import_file
     from capplan.plan.pools import pool_for_model_id
 
     if tool != "auto" and tool not in TOOLS:
         fail(f"--tool {tool!r}: expected auto or one of {', '.join(TOOLS)}", code=2)
     cfg = load(config)
+    if gpu is not None:
+        from capplan.sizing.catalogue import load_gpus
+
+        known = {k.casefold(): k for k in load_gpus(cfg.sizing.gpu_catalogue)}
+        if gpu.casefold() not in known:
+            fail(f"--gpu {gpu!r} is not in the GPU catalogue {cfg.sizing.gpu_catalogue}; one of: "
+                 f"{', '.join(sorted(known.values()))}", code=2)
+        gpu = known[gpu.casefold()]
     missing = [p for p in paths if not p.is_file()]
     if missing:
         fail(f"{missing[0]}: no such file", code=2)
@@ -98,8 +108,9 @@ def import_files(
             try:
                 results.append(import_file(con, path, tool=tool, pool=pool, replicas=replicas,
                                            gpus_per_replica=gpus_per_replica,
-                                           pool_of_model=lambda model_id: pool_for_model_id(cfg, model_id)))
-            except LoadTestFormatError as exc:
+                                           pool_of_model=lambda model_id: pool_for_model_id(cfg, model_id),
+                                           gpu=gpu))
+            except (LoadTestFormatError, GpuMismatchError) as exc:
                 errors.append(str(exc))
     finally:
         con.close()

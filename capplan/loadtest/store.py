@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,9 +54,14 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+class GpuMismatchError(ValueError):
+    """``--gpu`` names another GPU than the file does (nothing is stored)."""
+
+
 def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str = "auto", pool: str | None = None,
                 replicas: int = 1, gpus_per_replica: int | None = None,
-                pool_of_model: Callable[[str | None], str | None] | None = None) -> ImportResult:
+                pool_of_model: Callable[[str | None], str | None] | None = None, gpu: str | None = None,
+                ) -> ImportResult:
     """Parse ``path`` and store its runs, unless a file with the same content is stored already.
 
     Parameters
@@ -71,6 +76,10 @@ def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str =
         Replicas behind the endpoint the tool loaded. [count]
     gpus_per_replica : int, optional
         GPUs per replica; default: the file's tensor-parallel degree, else 1. [GPUs]
+    gpu : str, optional
+        GPU type of the replicas (a GPU catalogue key) for a file that names none; a file that
+        names another GPU is refused (:class:`GpuMismatchError`). Without it and without one in the file,
+        the plan takes the run's GPU to be its pool's and says so.
 
     Raises
     ------
@@ -84,6 +93,11 @@ def import_file(con: duckdb.DuckDBPyConnection, path: str | Path, *, tool: str =
     if con.execute(sql.load("stg_loadtest_file_imported"), {"file_sha256": digest}).fetchone()[0]:
         return ImportResult(str(path), "unchanged", None, 0, None)
     runs = read_runs(path, tool)
+    if gpu is not None:
+        other = next((r.gpu for r in runs if r.gpu and r.gpu.casefold() != gpu.casefold()), None)
+        if other is not None:
+            raise GpuMismatchError(f"{path}: the file names GPU {other!r}, --gpu says {gpu!r}; drop --gpu or fix the file")
+        runs = [replace(r, gpu=r.gpu or gpu) for r in runs]
     now = datetime.now(UTC).replace(tzinfo=None)
     con.begin()
     try:

@@ -135,3 +135,22 @@ def test_import_without_pool_files_each_run_under_the_pool_that_runs_its_model(t
     result = _invoke("import", *files, "--config", config, "--db", tmp_path / "lt.duckdb", "--json")
     assert result.exit_code == 0, result.output
     assert [f["pool"] for f in json.loads(result.output)["files"]] == ["chat", "chat"]
+
+
+def test_import_gpu_names_the_replicas_gpu_and_is_checked(tmp_path):
+    db = tmp_path / "t.duckdb"
+    result = _invoke("import", _sweep_file(tmp_path), "--db", db, "--gpu", "h100-sxm-80gb", "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(_invoke("show", "--db", db, "--ttft-ms-max", "1000", "--json").stdout)
+    assert {r["gpu"] for r in shown["runs"]} == {"H100-SXM-80GB"}  # the catalogue's spelling
+    unknown = _invoke("import", _sweep_file(tmp_path), "--db", db, "--gpu", "H999")
+    assert unknown.exit_code == 2 and "H999" in unknown.output and "H100-SXM-80GB" in unknown.output
+
+
+def test_import_gpu_that_contradicts_the_file_is_refused_and_stores_nothing(tmp_path):
+    path = tmp_path / "named.jsonl"
+    path.write_text(_sweep_file(tmp_path).read_text().replace('"model_id": "m"', '"model_id": "m", "gpu": "A100"'))
+    db = tmp_path / "t.duckdb"
+    result = _invoke("import", path, "--db", db, "--gpu", "H100-SXM-80GB")
+    assert result.exit_code == 1 and "names GPU 'A100'" in result.output
+    assert "no load tests" in _invoke("show", "--db", db, "--ttft-ms-max", "1000").output
