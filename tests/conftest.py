@@ -109,3 +109,20 @@ def write_vllm_sweep():
     """``write_vllm_sweep(folder, input_tokens=800, output_tokens=250, rates=..., p99_ttft_ms=..., tp=1)``: a
     synthetic load-test sweep, one vLLM result file per rate (see :func:`_write_vllm_sweep`)."""
     return _write_vllm_sweep
+
+
+def _plan_row(month: str, pool: str, k: float) -> dict:
+    """One plan_months row; ``k`` scales it so every pool and month differs."""
+    return {"month": month, "pool": pool, "gpu": "H100-SXM-80GB", "tensor_parallel": 1,
+            "requests_p10": 9e5 * k, "requests_p50": 1e6 * k, "requests_p90": 1.2e6 * k,
+            "peak_qps_p10": 1.0 * k, "peak_qps_p50": 1.2 * k, "peak_qps_p90": 1.5 * k,
+            "gpus_p10": int(4 * k), "gpus_p50": int(5 * k), "gpus_p90": int(7 * k), "binding": "throughput",
+            "reserved_gpus": 2, "gpu_hours_p50": 3600.0 * k, "cost_p10_usd": 6e3 * k, "cost_p50_usd": 7e3 * k,
+            "cost_p90_usd": 9e3 * k, "on_demand_p50_usd": 5e3 * k, "reserved_p50_usd": 2e3 * k,
+            "spot_p50_usd": 0.0, "throughput_source": "assumed"}
+
+
+@pytest.fixture
+def stored_plan_row():
+    """``stored_plan_row(month, pool, k)``: one ``plan_months`` row (a stored plan's month of a pool), scaled by ``k``."""
+    return _plan_row

@@ -236,7 +236,8 @@ def show(
 def export(
     out: Path = typer.Option(..., "--out", help="Folder for trace.jsonl, lengths.jsonl, lengths.json and PLAN.md."),
     model: str | None = typer.Option(None, "--model", help="The logs' model (default: the busiest model)."),
-    pool: str | None = typer.Option(None, "--pool", help="Pool name for PLAN.md (default: the model)."),
+    pool: str | None = typer.Option(None, "--pool", help="Pool name for PLAN.md, whose newest stored plan's P90 design "
+                                                      "peak the sweep is built around (default: the model)."),
     days: int = typer.Option(7, "--days", min=1, help="Days of logs to export, ending with the newest hour."),
     rate: float | None = typer.Option(None, "--rate", min=0, help="Time-scale the trace to this arrival rate "
                                                                   "(default: production timing). [requests/s]"),
@@ -252,6 +253,7 @@ def export(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Write a trace replaying the logs, a lengths dataset and PLAN.md for the next load test."""
+    from capplan.history.store import planned_peak
     from capplan.loadtest.export import ExportRequest, export_load_test
     from capplan.loadtest.logs import LogsError, model_names
 
@@ -266,7 +268,7 @@ def export(
         result = export_load_test(con, ExportRequest(
             model=chosen, days=days, out_dir=out, targets=targets, pool=pool, rate_rps=rate, replicas=replicas,
             zones=cfg.sizing.zones, zones_lost=cfg.sizing.zones_lost, step_minutes=step_minutes,
-            soak_minutes=soak_minutes))
+            soak_minutes=soak_minutes, planned_peak=planned_peak(con, pool or chosen)))
     except (LogsError, ValueError) as exc:
         fail(str(exc))
     finally:

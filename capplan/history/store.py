@@ -165,6 +165,18 @@ def latest_plans(con: duckdb.DuckDBPyConnection, months: list[str]) -> pd.DataFr
     return con.execute(sql.load("rpt_plan_history_latest"), {"months": list(months)}).df()
 
 
+def planned_peak(con: duckdb.DuckDBPyConnection, pool: str) -> tuple[float, str] | None:
+    """The highest P90 design peak [requests/s] the newest stored plan of ``pool`` sized for, and a phrase
+    naming that plan; ``None`` when no stored plan covers the pool (``capplan loadtest export``)."""
+    if not has_tables(con):
+        return None
+    row = con.execute(sql.load("rpt_plan_history_pool_peak"), {"pool": pool}).fetchone()
+    if row is None:
+        return None
+    run_id, peak, first, last = row
+    return float(peak), f"the P90 design peak of plan run {run_id} for {first}–{last}"
+
+
 def plan_runs(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Every stored plan run, newest first (empty without plan history)."""
     if not has_tables(con):

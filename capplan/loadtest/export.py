@@ -41,11 +41,14 @@ class ExportResult:
     observed_rate_rps: float  # of the logs' window [requests/s]
     peak_hour_qps: float  # [requests/s]
     rates_rps: tuple[float, ...]  # per replica [requests/s]
+    design_peak_qps: float  # the peak the sweep spans a quarter to 1.5 times of [requests/s]
+    design_peak_source: str
 
     def to_dict(self) -> dict[str, Any]:
         return {"out_dir": str(self.out_dir), "files": [str(f) for f in self.files], "requests": self.requests,
                 "trace_rate_rps": self.trace_rate_rps, "observed_rate_rps": self.observed_rate_rps,
-                "peak_hour_qps": self.peak_hour_qps, "rates_rps": list(self.rates_rps)}
+                "peak_hour_qps": self.peak_hour_qps, "rates_rps": list(self.rates_rps),
+                "design_peak_qps": self.design_peak_qps, "design_peak_source": self.design_peak_source}
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class ExportRequest:
     zones_lost: int = 0
     step_minutes: float = 10.0
     soak_minutes: float = 60.0
+    planned_peak: tuple[float, str] | None = None  # a stored plan's P90 design peak [requests/s] and its source
 
 
 def write_jsonl(path: Path, columns: dict[str, np.ndarray]) -> None:
@@ -99,12 +103,15 @@ def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> 
                  "output_tokens": length_summary(arrivals.output_tokens)}
     (out / SUMMARY_FILE).write_text(json.dumps({"model": request.model, "requests": len(arrivals.offset_us),
                                                 **summaries}, indent=2) + "\n", encoding="utf-8")
-    rates = tuple(sweep_rates_rps(profile.peak_hour_qps, request.replicas))
+    peak, peak_source = request.planned_peak or (
+        profile.peak_hour_qps, "the observed peak-hour rate: no stored plan covers this pool; run `capplan plan`")
+    rates = tuple(sweep_rates_rps(peak, request.replicas))
     trace_rate = request.rate_rps or observed
     plan = render_plan(RunbookInputs(
         pool=request.pool or request.model, model=request.model, since_utc=str(window.since_utc),
         until_utc=str(window.until_utc), days=request.days, requests=len(arrivals.offset_us),
-        peak_hour_qps=profile.peak_hour_qps, replicas=request.replicas, zones=request.zones,
+        peak_hour_qps=profile.peak_hour_qps, design_peak_qps=peak, design_peak_source=peak_source,
+        replicas=request.replicas, zones=request.zones,
         zones_lost=request.zones_lost, rates_rps=rates, ttft_ms_max=request.targets.ttft_ms_max,
         tpot_ms_max=request.targets.tpot_ms_max, percentile=request.targets.percentile,
         max_error_rate=request.targets.max_error_rate, step_minutes=request.step_minutes,
@@ -113,4 +120,5 @@ def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> 
         trace_duration_s=float(trace["timestamp"][-1]) / 1000.0))  # ms -> s
     (out / PLAN_FILE).write_text(plan, encoding="utf-8")
     files = tuple(out / name for name in (TRACE_FILE, LENGTHS_FILE, SUMMARY_FILE, PLAN_FILE))
-    return ExportResult(out, files, len(arrivals.offset_us), trace_rate, observed, profile.peak_hour_qps, rates)
+    return ExportResult(out, files, len(arrivals.offset_us), trace_rate, observed, profile.peak_hour_qps, rates,
+                        peak, peak_source)

@@ -21,6 +21,8 @@ class RunbookInputs:
     days: int
     requests: int
     peak_hour_qps: float  # observed peak-hour rate of the model [requests/s]
+    design_peak_qps: float  # the peak the sweep is built around [requests/s]
+    design_peak_source: str  # where it comes from (a stored plan's P90, or the observed peak)
     replicas: int
     zones: int
     zones_lost: int
@@ -93,14 +95,13 @@ def aiperf_command(x: RunbookInputs, label: str) -> str:
 
 def render_plan(x: RunbookInputs) -> str:
     """The text of PLAN.md."""
-    peak_per_replica = x.peak_hour_qps / x.replicas
+    peak_per_replica = x.design_peak_qps / x.replicas
     lines = [
         f"# Load test plan: pool {x.pool}", "",
         f"From {x.requests:,} requests of model `{x.model}` in the {x.days} days {x.since_utc} to {x.until_utc} "
-        f"UTC. Observed peak-hour rate {x.peak_hour_qps:.4g} requests/s, {peak_per_replica:.4g} per replica over "
-        f"{x.replicas} replicas.", "",
-        "The rates below span a quarter to one and a half times the observed peak-hour rate of the logs. Once "
-        "capacity plans are stored (issues 17 and 18), the forecast P90 peak of the pool replaces it.", "",
+        f"UTC. Observed peak-hour rate {x.peak_hour_qps:.4g} requests/s.", "",
+        f"The rates below span a quarter to one and a half times the peak to plan for, {x.design_peak_qps:.4g} "
+        f"requests/s ({x.design_peak_source}), {peak_per_replica:.4g} per replica over {x.replicas} replicas.", "",
         "Set `BASE_URL` to one replica's endpoint and `SERVED_MODEL` to the model name it serves. Import every "
         "result with `capplan loadtest import FILE --pool " + x.pool + " --replicas 1 --gpus-per-replica N` and "
         "read the capacity with `capplan loadtest show`.", "",

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -101,6 +102,34 @@ def test_export_on_generated_logs(tmp_path):
     assert {p.name for p in out.iterdir()} == {"trace.jsonl", "lengths.jsonl", "lengths.json", "PLAN.md"}
     missing = _invoke("export", "--db", db, "--model", "nope", "--out", out)
     assert missing.exit_code == 1 and "models there" in missing.output
+
+
+def test_export_sweeps_around_the_newest_stored_plans_p90_peak(tmp_path, stored_plan_row):
+    """With a stored plan for the pool, PLAN.md's rates span 0.25-1.5 x that plan's highest P90 design peak per
+    replica (the run of 1 Nov: months at 1.5 and 3.0 req/s, so 3.0 / 2 replicas = 1.5); without one, the
+    observed peak, said as such."""
+    from capplan.db import connect
+    from capplan.history.store import new_run, record_plan
+    from capplan.sample import SampleSpec, write_sample
+
+    logs = write_sample(SampleSpec(start=dt.date(2026, 10, 2), days=2, requests_per_day=2000, seed=5),
+                        tmp_path / "requests.parquet")
+    db = tmp_path / "logs.duckdb"
+    assert runner.invoke(app, ["ingest", str(logs.paths[0]), "--db", str(db)]).exit_code == 0
+    observed = json.loads(_invoke("export", "--db", db, "--pool", "chat", "--out", tmp_path / "a", "--json").stdout)
+    assert observed["design_peak_qps"] == observed["peak_hour_qps"]
+    assert "no stored plan" in observed["design_peak_source"]
+    with connect(db) as con:
+        for created, scale in (("2026-10-01", 9.0), ("2026-11-01", 1.0)):  # the newer run wins
+            rows = [stored_plan_row(m, "chat", scale * k) for m, k in (("2026-11", 1.0), ("2026-12", 2.0))]
+            record_plan(con, new_run("2026-11", 2, {}, data_from_utc=None, data_to_utc=None,
+                                     created_utc=dt.datetime.fromisoformat(created)), pd.DataFrame(rows))
+    result = _invoke("export", "--db", db, "--pool", "chat", "--replicas", "2", "--out", tmp_path / "b", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["design_peak_qps"] == pytest.approx(3.0) and "P90 design peak" in payload["design_peak_source"]
+    assert min(payload["rates_rps"]) == pytest.approx(0.25 * 1.5) and max(payload["rates_rps"]) == pytest.approx(1.5 * 1.5)
+    assert "3 requests/s (the P90 design peak of plan run" in (tmp_path / "b" / "PLAN.md").read_text()
 
 
 def test_show_judges_each_sweep_at_its_pools_targets_unless_flags_say_otherwise(tmp_path):

@@ -13,6 +13,7 @@ from capplan.config import load_config
 from capplan.db import connect
 from capplan.flows.plan import monthly_capacity_plan
 from capplan.history.store import FLEET, plan_runs
+from capplan.reports.document import FLEET as TOTAL
 from capplan.history.variance import PARTS
 from capplan.sample import SampleSpec, write_sample
 
@@ -50,8 +51,9 @@ def test_second_run_compares_the_first_runs_november_with_what_came(prefect_harn
     rows = list(book["variance"].values)
     variance = pd.DataFrame(rows[1:], columns=rows[0])
     november = variance[variance["month"] == "2026-11"].set_index("pool")
-    assert set(november.index) == set(stored["pool"])  # every pool of the first plan, and the fleet
-    planned = stored.set_index("pool")
+    # every pool of the first plan, and the fleet: named "total" as in the budget sheet
+    assert set(november.index) == set(stored["pool"].replace({FLEET: TOTAL})) and TOTAL in november.index
+    planned = stored.assign(pool=stored["pool"].replace({FLEET: TOTAL})).set_index("pool")
     for pool, row in november.iterrows():
         # the first run's numbers for November ...
         assert row["planned_gpus_p50"] == planned.loc[pool, "gpus_p50"]
@@ -65,7 +67,7 @@ def test_second_run_compares_the_first_runs_november_with_what_came(prefect_harn
     with connect(cfg.database.path, read_only=True) as con:
         logged = con.execute("select count(*) from requests where ts_utc >= '2026-11-01' and ts_utc < '2026-12-01'"
                              ).fetchone()[0]
-    assert november.loc[FLEET, "actual_requests"] == pytest.approx(logged, rel=1e-9)
+    assert november.loc[TOTAL, "actual_requests"] == pytest.approx(logged, rel=1e-9)
     second_report = (tmp_path / "out" / "2026-12" / "report.md").read_text()
     assert "How earlier plans did" in second_report and "2026-11" in second_report
     # the section's chart (drawn from the same variance rows: tests/reports/test_assemble.py) is in the section

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from capplan.config import parse_config
 from capplan.history.compare import EarlierPlans
 from capplan.history.store import FLEET
+from capplan.reports.document import FLEET as TOTAL
 from capplan.plan.inputs import MeasuredInputs
 from capplan.plan.pool_plan import plan_pool
 from capplan.plan.pools import Pool
@@ -81,9 +82,10 @@ def test_the_report_shows_the_chart_in_how_earlier_plans_did(variance, tmp_path:
     assert "![Earlier plans against what happened](charts/plan-variance.png)" in md
     folder = write_report(report, tmp_path, {})
     assert (folder / "charts" / "plan-variance.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    # the table beside it has the same months and pools the chart drew
+    # the table beside it has the same months and pools the chart drew, the fleet named "total" as in the budget
     shown = re.findall(r"<tr><td>(\d{4}-\d\d)</td><td>([^<]+)</td>", html)
-    assert sorted(shown) == sorted(zip(variance["month"], variance["pool"]))
+    assert sorted(shown) == sorted(zip(variance["month"], variance["pool"].replace({FLEET: TOTAL})))
+    assert any(pool == TOTAL for _month, pool in shown)
 
 
 def test_no_earlier_plan_no_chart() -> None:
