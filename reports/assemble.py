@@ -210,7 +210,7 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
         tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
         summary=summary(inputs),
-        variance=inputs.earlier.variance if inputs.earlier is not None else None)
+        variance=_fleet_as_total(inputs.earlier.variance) if inputs.earlier is not None else None)
 
 
 def summary(inputs: ReportInputs) -> dict:
@@ -351,6 +351,13 @@ def draw_plan_variance(grid: list[list], variance: pd.DataFrame) -> dict[tuple[s
     return drawn
 
 
+def _fleet_as_total(variance: pd.DataFrame) -> pd.DataFrame:
+    """The stored fleet rows (``__fleet__``) named as every other table of the report names them: ``total``."""
+    if "pool" not in variance:  # no earlier plan compared: nothing to rename
+        return variance
+    return variance.assign(pool=variance["pool"].replace({HISTORY_FLEET: FLEET}))
+
+
 def _variance_pools(variance: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """Each pool's rows in the order they come, the fleet's last."""
     pools = [p for p in dict.fromkeys(variance["pool"]) if p != HISTORY_FLEET]
@@ -377,7 +384,7 @@ def earlier_plans_table(earlier: EarlierPlans | None) -> Table:
     chart = None
     if earlier is not None and not earlier.variance.empty:
         frame = pd.concat([rows for _pool, rows in _variance_pools(earlier.variance)])  # pools, then the fleet
-        frame = frame.sort_values("month", kind="stable")[list(VARIANCE_COLUMNS)].reset_index(drop=True)
+        frame = _fleet_as_total(frame.sort_values("month", kind="stable")[list(VARIANCE_COLUMNS)]).reset_index(drop=True)
         chart = earlier_plans_chart(earlier.variance)
     caption = ("Each month that an earlier plan (the latest made before the month began) covered and the logs now "
                "observe: planned P50 requests and P90 design peak [requests/s] against what came; the GPUs that "

@@ -127,7 +127,9 @@ def test_cli_json_keys(broken_trend) -> None:
                                                   "demand_abs_pct_error", "planned_peak_qps_p90", "actual_peak_qps",
                                                   "peak_within_p90", "complete"}
     assert month["month"] == "2026-10" and month["pool"] == "llama-3.1-70b"
-    assert month["under_capacity_hours_p50"] >= month["under_capacity_hours_p90"] > 100  # twice the traffic
+    # twice the traffic: short for days at P50, and for hours even at P90 (the P90 of the month's simulated peak)
+    assert month["under_capacity_hours_p50"] > 100 and month["under_capacity_hours_p50"] >= month[
+        "under_capacity_hours_p90"] > 0
     assert month["needed_gpus"] > month["planned_gpus_p90"] >= month["planned_gpus_p50"]
     assert month["actual_need_cost_usd"] > month["planned_cost_usd"] > 0 and month["idle_gpu_hours"] >= 0
     assert payload["summary"]["p90_coverage"] == 0.0
