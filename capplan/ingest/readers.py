@@ -179,21 +179,36 @@ def _open_csv(con: duckdb.DuckDBPyConnection, path: Path, mapping: dict[str, str
     exprs, defaulted = _raw_columns(mapping, lambda c: c in columns, field)
     raw = FunctionExpression("struct_pack", *[field(c).alias(c) for c in columns]).alias("raw")  # empty -> null
     rows = ConstantExpression(None).cast(duckdb.sqltype("BIGINT")).alias("source_row")  # numbered by position once written
-    rule, detail = _csv_row_error(columns, extras, mapping, padded is not None)
+    rule, detail = _csv_row_error(columns, extras, mapping, padded is not None,
+                                  literal_quotes=not long_lines and _reads_quotes_literally(con, path))
     rel.select(rows, raw, rule.alias("raw_error"), detail.alias("raw_detail"), *exprs).create_view(
         "ingest_raw", replace=True)
     return Raw(defaulted, tuple(columns), header_lines=int(header))
 
 
+def _reads_quotes_literally(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether DuckDB's sniffer reads ``path`` without quoting (a ``"`` in a field is then the file's own)."""
+    probe = con.cursor()  # a cursor of its own: a DuckDB error inside the file's transaction would abort it
+    try:
+        (quote,) = queries.first(probe, "stg_ingest_sniff_csv_quote", {"path": duckdb_path(path)})
+    except duckdb.Error:  # e.g. a line over the maximum: no check rather than a wrong one
+        return False
+    finally:
+        probe.close()
+    return quote in ("", "(empty)")
+
+
 def _csv_row_error(columns: Sequence[str], extras: Sequence[str], mapping: dict[str, str],
-                   padded: bool) -> tuple[duckdb.Expression, duckdb.Expression]:
+                   padded: bool, literal_quotes: bool) -> tuple[duckdb.Expression, duckdb.Expression]:
     """(rule, detail) of a CSV row that only its fields show to break, else nulls (VARCHAR expressions).
 
     ``csv_wrong_column_count``: the padded read (:func:`_read_csv_padded`) pads a short line with nulls
     and gives fields beyond the header's in ``extras`` (DuckDB's reader drops trailing empty fields
     silently: ``a,b,c,,`` under a 3-column header); an empty field is '' there, so the line's fields
-    are its non-null values. ``csv_unbalanced_quote``: a loaded text field with an odd number of ``"``
-    (an unterminated quote read literally, as the reader does when its sniffer found no quoting).
+    are its non-null values. ``csv_unbalanced_quote``: when the file is read without quoting
+    (``literal_quotes``, :func:`_reads_quotes_literally`), a text field with an odd number of ``"``
+    (an unterminated quote read literally). In a quoted file ``"acme ""beta"`` is ``acme "beta``: one
+    ``"``, and valid.
     """
     varchar = duckdb.sqltype("VARCHAR")
     cases: list[tuple[duckdb.Expression, str, duckdb.Expression]] = []
@@ -215,7 +230,7 @@ def _csv_row_error(columns: Sequence[str], extras: Sequence[str], mapping: dict[
                     "concat", ConstantExpression(" (beyond them: "), FunctionExpression("to_json", beyond),
                     ConstantExpression("; empty fields count too)"))).otherwise(ConstantExpression("")))
         cases.append((wrong, "csv_wrong_column_count", detail))
-    for canonical in TEXT_COLUMNS:
+    for canonical in TEXT_COLUMNS if literal_quotes else ():
         src = mapping.get(canonical)
         if src is None or src not in columns:
             continue

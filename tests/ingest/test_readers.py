@@ -300,6 +300,14 @@ def test_an_unterminated_quote_is_quarantined_not_loaded_literally(tmp_path):
     assert con.execute("select list(model order by ts_utc) from requests").fetchone() == (["a", "c"],)
 
 
+def test_an_escaped_quote_in_a_quoted_file_is_a_valid_field(tmp_path):
+    # "acme ""beta" is the text acme "beta: one double quote, correctly escaped (RFC 4180), not an unterminated one
+    code, (s,), con = _cli_ingest(tmp_path, "ts_utc,input_tokens,output_tokens,model\n"
+                                            '2026-11-10T12:00:00Z,1,1,"acme ""beta"\n2026-11-10T12:00:01Z,1,1,c\n')
+    assert code == 0 and (s["rows_read"], s["rows_loaded"], s["rows_quarantined"]) == (2, 2, 0)
+    assert con.execute("select list(model order by ts_utc) from requests").fetchone() == (['acme "beta', "c"],)
+
+
 def test_an_unterminated_quote_in_a_quoted_file_names_the_broken_quoting(tmp_path):
     lines = [f'"2026-11-10T12:00:{i:02d}Z",1,1,"m{i}"' for i in range(40)]
     lines[20] = '"2026-11-10T12:00:20Z",1,1,"m20'
