@@ -301,7 +301,7 @@ def _memory_terms(gpu: GpuSpec | None, model: ModelSpec | None, seqs_per_gpu: fl
     seqs_replica = memory.sequences_per_replica(memory.kv_budget_bytes_per_gpu(gpu.memory_gib, w_bytes, tp, reserve),
                                                 kv_seq)
     if seqs_replica < 1:
-        raise ValueError(f"{model.key} does not fit on {tp} x {gpu.key} with one {tokens:.0f}-token sequence; "
+        raise memory.DoesNotFitError(f"{model.key} does not fit on {tp} x {gpu.key} with one {tokens:.0f}-token sequence; "
                          "raise tensor_parallel or lower kv_tokens_per_sequence")
     terms.update(tensor_parallel=int(tp), weights_gib_per_gpu=w_bytes / tp / memory.BYTES_PER_GIB)
     notes["weights_gib_per_gpu"] = f"{model.parameters / 1e9:g} B parameters in {weights_dtype} over {tp} GPU(s)"

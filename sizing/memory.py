@@ -22,6 +22,10 @@ DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
 TENSOR_PARALLEL_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 
 
+class DoesNotFitError(ValueError):
+    """A model (its weights and one sequence's KV cache) does not fit the GPUs of a replica."""
+
+
 def dtype_bytes(dtype: str) -> float:
     """Bytes per element of ``dtype`` (one of :data:`DTYPES`); ``ValueError`` names the valid ones."""
     return DTYPE_BYTES[choice("dtype", dtype, DTYPES)]

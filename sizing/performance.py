@@ -44,6 +44,7 @@ from capplan.sizing._checks import _out
 from capplan.sizing.catalogue import DATA_DIR, GpuSpec, ModelSpec, load_gpus, load_models
 from capplan.sizing.memory import (  # one home for the weight and KV byte formulas
     BYTES_PER_GIB,
+    DoesNotFitError,
     kv_bytes_per_token,
     kv_elements_per_token_per_layer,
     weight_bytes_per_gpu,
@@ -898,7 +899,7 @@ def replica_throughput(
     rep = replica(model, gpu, tensor_parallel, precision, input_tokens, output_tokens)
     limit, kv_limit = (int(x) for x in batch_limit(rep, eff))
     if kv_limit < 1:
-        raise ValueError(f"{model} in {precision} does not fit on {tensor_parallel} x {gpu} with room for one "
+        raise DoesNotFitError(f"{model} in {precision} does not fit on {tensor_parallel} x {gpu} with room for one "
                          f"sequence of {reserved_context_tokens(rep):.0f} tokens; raise tensor_parallel")
     binds = "kv_memory" if kv_limit <= limit and kv_limit <= eff.max_batch_sequences else "max_batch"
     meets = True

@@ -38,6 +38,7 @@ from capplan.plan.inputs import measure_inputs
 from capplan.plan.pool_plan import plan_pool
 from capplan.plan.pools import Pool, pool_traffic, read_model_traffic, resolve_pools
 from capplan.plan.demand import plan_demand
+from capplan.plan.throughput import load_tests_for_plan
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,14 @@ def plan_as_of(path: str | Path, cfg: CapplanConfig, month: str) -> list:
     with connect_as_of(path, pd.Period(month, freq="M").start_time) as con:
         by_model = read_model_traffic(con, cfg)
         plans = []
-        for pool in _pools(by_model, cfg, month):
+        pools = _pools(by_model, cfg, month)
+        load_tests = load_tests_for_plan(con, [p.name for p in pools])  # as the plan's load-tests stage, as of then
+        for pool in pools:
             hourly, _daily = pool_traffic(by_model, pool)
             measured = measure_inputs(con, hourly, cfg, models=list(pool.models), pool=pool)
             demand = plan_demand(hourly, [month], cfg, measured.burst_ratio)  # the plan's own demand stage
-            plans.append(plan_pool(cfg, pool, demand.forecast, [month], measured, peaks=demand.peaks))
+            plans.append(plan_pool(cfg, pool, demand.forecast, [month], measured, peaks=demand.peaks,
+                                   load_tests=load_tests))
         return plans
 
 

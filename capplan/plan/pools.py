@@ -256,10 +256,26 @@ def estimate_pool_throughput(cfg: CapplanConfig, pool: Pool, spec: FleetSpec, me
     """
     ttft_ms_max, tpot_ms_max = pool_latency_targets(cfg, pool)
     input_tokens, output_tokens = token_mix_of(measured)
-    return pool_throughput(load_tests, pool=pool.name, model=spec.model, gpu=spec.gpu,
+    runs = _load_tests_of(cfg, pool, spec, load_tests)
+    return pool_throughput(runs, pool=pool.name, model=spec.model, gpu=spec.gpu,
                            tensor_parallel=tensor_parallel_for(spec, measured.kv_tokens_per_sequence),
                            precision=spec.weights_dtype, input_tokens=input_tokens, output_tokens=output_tokens,
                            tpot_ms_max=tpot_ms_max, ttft_ms_max=ttft_ms_max)
+
+
+def _load_tests_of(cfg: CapplanConfig, pool: Pool, spec: FleetSpec,
+                   load_tests: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The stored runs that can stand for ``pool`` on ``spec``'s replica: not a run of another catalogue model
+    (its ``model_id``, :func:`catalogue_model_of`), and, when the pool's GPU is chosen (``"auto"``), only runs
+    whose GPU is known (the file's or ``loadtest import --gpu``): an unnamed GPU cannot stand for every candidate."""
+    if load_tests is None or load_tests.empty:
+        return load_tests
+    catalogue = list(load_models(cfg.sizing.model_catalogue))
+    named = load_tests["model_id"].map(lambda m: catalogue_model_of(m, catalogue) if isinstance(m, str) else None)
+    keep = named.isna() | (named == spec.model.key)
+    if pool.gpu == AUTO:
+        keep &= load_tests["gpu"].map(lambda g: isinstance(g, str) and g != "")
+    return load_tests[keep]
 
 
 def pool_fleet_spec(cfg: CapplanConfig, pool: Pool, gpu: str | None = None, tensor_parallel: int | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from capplan.config import CapplanConfig, ConfigError, PoolConfig, parse_config
 from capplan.plan.pools import (AUTO_TENSOR_PARALLEL, PoolError, catalogue_model_of, gpu_options, pool_fleet_spec,
                                 pool_for_model_id, pool_latency_targets, pool_notes, pool_traffic, priced_gpus, resolve_pools, token_mix_of, unused_pools)
-from capplan.plan.throughput import modelled_throughput
+from capplan.loadtest.store import import_file
+from capplan.plan.throughput import load_tests_for_plan, modelled_throughput
 from capplan.sizing.catalogue import load_gpus
 
 LOG_MODELS = ["llama-3.1-70b", "llama-3.1-8b", "my-finetune"]
@@ -172,3 +174,28 @@ def test_a_load_test_run_belongs_to_the_pool_that_serves_or_runs_its_model():
     bare = CapplanConfig()  # no [[pools]]: the pools are the log models, named as the catalogue names them
     assert pool_for_model_id(bare, "meta-llama/Llama-3.1-70B-Instruct") == "llama-3.1-70b"
     assert pool_for_model_id(bare, "my-finetune") == "my-finetune"
+
+
+def test_a_load_test_stands_only_for_its_own_model_and_for_a_chosen_gpu_only_when_it_names_one(
+        tmp_path, measured, write_vllm_sweep):
+    """vLLM's files name no GPU: on a pool of a fixed GPU the run is taken as that GPU's; on a pool whose GPU is
+    chosen ("auto") it could stand for every candidate, so it is not used until the GPU is known (the file's or
+    ``loadtest import --gpu``). A run of another catalogue model never stands for the pool."""
+    con = duckdb.connect()
+    for path in write_vllm_sweep(tmp_path, tp=2):
+        import_file(con, path, pool="big")
+    runs = load_tests_for_plan(con, ["big"])
+    pool = {"name": "big", "models": ["x"], "model": "llama-3.1-70b", "tensor_parallel": 2, "ttft_ms_max": 1000.0}
+    fixed_cfg = parse_config({"pools": [pool | {"gpu": "H100-SXM-80GB"}]})
+    (fixed,) = resolve_pools(fixed_cfg, ["x"])
+    found = {"measured", "calibrated"}
+    assert pool_fleet_spec(fixed_cfg, fixed, measured=measured, load_tests=runs).throughput_source in found
+    mistral = runs.assign(model_id="mistralai/Mistral-7B-v0.3")
+    assert pool_fleet_spec(fixed_cfg, fixed, measured=measured, load_tests=mistral).throughput_source == "modelled"
+    auto_cfg = parse_config({"pools": [pool | {"gpu": "auto"}]})
+    (auto,) = resolve_pools(auto_cfg, ["x"])
+    on = dict(gpu="H100-SXM-80GB", tensor_parallel=2, measured=measured)
+    assert pool_fleet_spec(auto_cfg, auto, **on, load_tests=runs).throughput_source == "modelled"
+    named = runs.assign(gpu="H100-SXM-80GB")
+    assert pool_fleet_spec(auto_cfg, auto, **on, load_tests=named).throughput_source in found
+    assert pool_fleet_spec(auto_cfg, auto, **on | {"gpu": "L40S-48GB"}, load_tests=named).throughput_source != "measured"

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from capplan.sizing.cost import per_request as cost
 from capplan.sizing.cost.per_request import ModelledRequestCost, RequestCost
+from capplan.sizing.memory import DoesNotFitError
 from capplan.sizing.performance import Efficiency
 
 RATES = dict(prefill_tokens_per_s_per_gpu=10_000.0, decode_tokens_per_s_per_gpu=2_000.0)
@@ -147,9 +148,7 @@ def _gpu_seconds_or_inf(n_in: float, n_out: float, **kw) -> float:
     (e.g. 84,043 tokens of llama-3.1-70b in bf16 on 2 x H100: its KV cache exceeds the memory left)."""
     try:
         return cost.modelled_gpu_seconds_per_request(n_in, n_out, **kw).gpu_seconds
-    except ValueError as exc:
-        if "does not fit" not in str(exc):
-            raise
+    except DoesNotFitError:
         return float("inf")
 
 
