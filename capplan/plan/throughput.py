@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from capplan.loadtest.capacity import SloTargets, group_sweeps, sweep_summary
 from capplan.loadtest.hygiene import run_flags
 from capplan.sizing.catalogue import GpuSpec, ModelSpec
+from capplan.sizing.fleet import THROUGHPUT_SOURCES
 from capplan.sizing.performance import replica_throughput, throughput_sweep, token_mix
 
 if TYPE_CHECKING:  # DuckDB and pandas only for the reader: `capplan size` imports this module without them
     import duckdb
     import pandas as pd
 
-SOURCES = ("measured", "calibrated", "modelled", "assumed")
+SOURCES = THROUGHPUT_SOURCES  # one list: the sizing record checks its throughput_source against it
 
 
 @dataclass(frozen=True)
