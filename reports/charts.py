@@ -98,7 +98,11 @@ def plot_token_distribution(ax: Axes, hist: pd.DataFrame, kind: str) -> list[Any
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlabel(f"{kind.capitalize()} length [tokens]")
     ax.set_ylabel("Share of requests [fraction]")
-    ax.legend(loc="upper right", fontsize="small")
+    if artists:
+        ax.legend(loc="upper right", fontsize="small")
+    else:  # e.g. a metrics-only database: no per-request token lengths by day
+        ax.text(0.5, 0.5, "no daily token-length histograms in these data", ha="center", va="center",
+                transform=ax.transAxes)
     return artists
 
 

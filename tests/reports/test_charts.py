@@ -126,3 +126,12 @@ def test_the_operating_curve_draws_its_points_the_operating_point_and_the_target
     assert labels == ["output tokens/s per GPU", "TPOT", "TPOT target", "operating point (the plan's batch)"]
     _, untargeted = _drawn(charts.plot_operating_curve, curve, 8, 600.0, 13.3)
     assert untargeted["target"] is None
+
+
+def test_no_token_histogram_says_so_instead_of_an_empty_legend():
+    ax = Figure().subplots()
+    empty = pd.DataFrame({"window": pd.Series(dtype=str), "tokens": pd.Series(dtype=float),
+                          "share": pd.Series(dtype=float)})
+    assert charts.plot_token_distribution(ax, empty, "input") == []
+    assert ax.get_legend() is None
+    assert [t.get_text() for t in ax.texts] == ["no daily token-length histograms in these data"]
