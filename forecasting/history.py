@@ -115,7 +115,7 @@ def history_policy(history_h: float, horizon_h: int) -> HistoryPolicy:
     if history_h < 0 or horizon_h < 0:
         raise ValueError(f"history_h and horizon_h must be >= 0, got {history_h}, {horizon_h}")
     daily, weekly, growth = history_h >= DAILY_CYCLE_H, history_h >= WEEKLY_CYCLE_H, history_h >= GROWTH_FORECAST_H
-    supported = int(min(horizon_h, np.floor(HORIZON_PER_HISTORY * history_h))) if growth else 0
+    supported = supported_steps(history_h, horizon_h) if growth else 0  # hours: the same rule as any step
     notes = []
     if not growth:
         notes.append(f"only {history_h:.1f} h of history (a growth forecast needs {GROWTH_FORECAST_H} h = "
@@ -214,7 +214,7 @@ def flatten_beyond(frame: pd.DataFrame, supported_steps: int, season: int = 168)
     return out
 
 
-def supported_steps(history_steps: int, horizon: int) -> int:
+def supported_steps(history_steps: float, horizon: int) -> int:
     """Steps ahead a forecast may reach from ``history_steps`` observed steps: ``min(horizon, ⌊r·history⌋)``,
     ``r`` = :data:`HORIZON_PER_HISTORY`; the same rule for hours, days or any step. [steps]"""
     if history_steps < 0 or horizon < 0:
