@@ -156,10 +156,11 @@ def with_mean(histogram: tuple[tuple[float, ...], tuple[float, ...]] | None, mea
               ) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """``histogram`` ``(tokens, requests)`` with its token values scaled so that its mean is ``mean_tokens``. [tokens]
 
-    For hours fed by Prometheus: their length histograms come from the server's coarse ``le``
-    buckets (vLLM's 1-2-5 series), whose mass lands on the profile grid with an error of up to a
-    bucket's width, while the token counters give the exact mean. Scaling keeps the shape and
-    restores the mean (docs/metrics.md). ``None`` (no histogram), or a histogram of zero tokens, is
+    The profile's length histograms count requests of every status while the plan's means are of
+    successful (2xx) requests only, and for hours fed by Prometheus they come from the server's
+    coarse ``le`` buckets (vLLM's 1-2-5 series), whose mass lands on the profile grid with an error
+    of up to a bucket's width (docs/metrics.md). Scaling keeps the shape and restores the exact mean
+    of the work the fleet serves. ``None`` (no histogram), or a histogram of zero tokens, is
     returned as it is.
     """
     if histogram is None or not np.isfinite(mean_tokens):
@@ -217,11 +218,11 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         sources["kv_tokens_per_sequence"] = "assumed"
         notes += (f"no token-length distribution (a rate series): KV tokens per sequence taken as the mean input + "
                   f"output tokens, {kv_tokens:.0f}, not its {cfg.report.kv_tokens_quantile:g} quantile",)
-    histograms = token_histograms(con, row["window_after_utc"], models)
-    if metrics and metrics[0]:  # coarse `le` buckets: keep their shape, take the counters' exact mean
-        means = {"input_tokens": float(row["input_tokens_per_request"]),
-                 "output_tokens": float(row["output_tokens_per_request"])}
-        histograms = {k: with_mean(h, means[k]) for k, h in histograms.items()}
+    # the histograms count every status, the means only 2xx (and metrics hours' coarse `le` buckets
+    # are off by up to a bucket): keep the shape, take the exact mean of the work the fleet serves
+    means = {"input_tokens": float(row["input_tokens_per_request"]),
+             "output_tokens": float(row["output_tokens_per_request"])}
+    histograms = {k: with_mean(h, means[k]) for k, h in token_histograms(con, row["window_after_utc"], models).items()}
     return MeasuredInputs(
         first_ts_utc=pd.Timestamp(row["first_ts_utc"]), last_ts_utc=pd.Timestamp(row["last_ts_utc"]),
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
