@@ -179,8 +179,6 @@ def _modelled_spec(spec, input_tokens: float, output_tokens: float, kv_tokens: f
     tensor-parallel degree the sizing uses; the catalogue's figure (assumed, with the reason) when the model
     cannot run for this GPU and precision.
     """
-    from dataclasses import replace
-
     from capplan.plan.throughput import modelled_throughput
     from capplan.sizing.fleet import tensor_parallel_for
 
@@ -189,8 +187,7 @@ def _modelled_spec(spec, input_tokens: float, output_tokens: float, kv_tokens: f
     tp = tensor_parallel_for(spec, kv_tokens if kv_tokens is not None else input_tokens + output_tokens)
     estimate = modelled_throughput(spec.model, spec.gpu, tp, spec.weights_dtype, input_tokens, output_tokens,
                                    tpot_ms_max=tpot_ms_max, ttft_ms_max=ttft_ms_max)
-    overrides = {k: v for k, v in estimate.fleet_spec_overrides().items() if v is not None}
-    return replace(spec, tensor_parallel=tp, **overrides)
+    return estimate.applied_to(spec, tp)
 
 
 def _size_pools(cfg, peak: float, latency_s: float, output_tokens: float, input_tokens: float,

@@ -16,7 +16,7 @@ profile's hourly traffic over a pool's models.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -313,9 +313,7 @@ def pool_spec_and_throughput(cfg: CapplanConfig, pool: Pool, gpu: str | None = N
     if measured is None or spec.gpu_output_tokens_per_s is not None:
         return spec, None  # no token mix to model, or a flat rate given explicitly: it is used as given
     estimate = estimate_pool_throughput(cfg, pool, spec, measured, load_tests)
-    overrides = {k: v for k, v in estimate.fleet_spec_overrides().items() if v is not None}
-    return replace(spec, tensor_parallel=tensor_parallel_for(spec, measured.kv_tokens_per_sequence),
-                   **overrides), estimate
+    return estimate.applied_to(spec, tensor_parallel_for(spec, measured.kv_tokens_per_sequence)), estimate
 
 
 def gpu_options(cfg: CapplanConfig, pool: Pool) -> list[tuple[str, int | None]]:

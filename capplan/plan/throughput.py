@@ -21,13 +21,13 @@ decode and prefill apart. The sizing's own KV-memory term (slots at the P95 sequ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from capplan.loadtest.capacity import SloTargets, group_sweeps, sweep_summary
 from capplan.loadtest.hygiene import run_flags
 from capplan.sizing.catalogue import GpuSpec, ModelSpec
-from capplan.sizing.fleet import THROUGHPUT_SOURCES
+from capplan.sizing.fleet import THROUGHPUT_SOURCES, FleetSpec
 from capplan.sizing.performance import replica_throughput, throughput_sweep, token_mix
 
 if TYPE_CHECKING:  # DuckDB and pandas only for the reader: `capplan size` imports this module without them
@@ -94,6 +94,13 @@ class ThroughputEstimate:
                 "gpu_prefill_tokens_per_s": self.gpu_prefill_tokens_per_s,
                 "seqs_per_gpu": self.seqs_per_gpu, "throughput_source": self.source, "throughput_note": self.note,
                 "prefill_in_output_rate": self.source != "assumed"}
+
+    def applied_to(self, spec: FleetSpec, tensor_parallel: int) -> FleetSpec:
+        """``spec`` on ``tensor_parallel`` GPUs per replica with this estimate's rate, batch and source
+        (:meth:`fleet_spec_overrides`; a figure the estimate does not have keeps the spec's). The one place
+        an estimate enters a sizing record, for the plan's pools and ``capplan size`` alike."""
+        overrides = {k: v for k, v in self.fleet_spec_overrides().items() if v is not None}
+        return replace(spec, tensor_parallel=tensor_parallel, **overrides)
 
 
 def load_tests_for_plan(con: duckdb.DuckDBPyConnection, pools: Sequence[str]) -> pd.DataFrame:
