@@ -266,3 +266,43 @@ def test_show_checks_each_runs_token_mix_against_its_pools_logs(tmp_path):
     assert by_model["production_mix"]["model"] == "llama-3.1-70b" and by_model["note"] is None
     assert {r["pool"] for r in by_model["runs"] if any(f["name"] == "token_mix" for f in r["flags"])} == {
         "small", "elsewhere"}
+
+
+def test_export_on_the_bundled_sample_replays_a_two_model_pool(tmp_path):
+    """The issue's proof on the bundled sample (data/sample, ingested with `capplan ingest`): pool ``small`` serves
+    llama-3.1-8b and qwen2.5-7b; `capplan loadtest export --pool small --days 7 --rate 10` writes a trace of every
+    row of both models in the 7 x 24 hours ending with their newest (counted here from ``requests``), whose
+    p50/p90/p99 input and output lengths (exact order statistics of the trace) are within the profile's histogram
+    error bound of the two models' merged histograms, and whose arrival rate ((n - 1) / span) is 10 requests/s
+    within 2 %."""
+    import numpy as np
+
+    from capplan.db import connect
+    from capplan.loadtest.workload import arrival_rate_rps
+    from capplan.profile import token_stats
+    from capplan.profile.bins import HISTOGRAM_RELATIVE_ERROR
+
+    sample = sorted((Path(__file__).resolve().parents[2] / "data" / "sample").glob("requests-*.parquet"))
+    db, config = tmp_path / "bundled.duckdb", tmp_path / "capplan.toml"
+    config.write_text(TWO_MODEL_POOLS, encoding="utf-8")
+    assert runner.invoke(app, ["ingest", *map(str, sample), "--db", str(db)]).exit_code == 0
+    result = _invoke("export", "--db", db, "--config", config, "--pool", "small", "--days", "7", "--rate", "10",
+                     "--out", tmp_path / "next", "--json")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["models"] == ["llama-3.1-8b", "qwen2.5-7b"]
+    rows = [json.loads(line) for line in (tmp_path / "next" / "trace.jsonl").read_text().splitlines()]
+    trace = {k: np.array([r[k] for r in rows]) for k in ("timestamp", "input_length", "output_length")}
+    with connect(db, read_only=True) as con:
+        since, = con.execute("select date_trunc('hour', max(ts_utc)) + interval 1 hour - interval 7 day from requests "
+                             "where model in ('llama-3.1-8b', 'qwen2.5-7b')").fetchone()
+        counted = dict(con.execute("select model, count(*) from requests where ts_utc >= ? group by model",
+                                   [since]).fetchall())
+        logs = token_stats(con, "small", since, ["llama-3.1-8b", "qwen2.5-7b"])["small"]
+    assert len(rows) == payload["requests"] == counted["llama-3.1-8b"] + counted["qwen2.5-7b"] == logs["requests"]
+    assert counted["qwen2.5-7b"] > 1000 and counted["llama-3.1-8b"] > 1000
+    for column, metric in (("input_length", "input_tokens"), ("output_length", "output_tokens")):
+        for name, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+            exact = np.quantile(trace[column], q, method="inverted_cdf")
+            assert abs(logs[metric][name] - exact) <= HISTOGRAM_RELATIVE_ERROR * exact, (column, name)
+    assert arrival_rate_rps(trace["timestamp"] * 1000) == pytest.approx(10.0, rel=0.02)

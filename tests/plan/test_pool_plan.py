@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from capplan.config import parse_config
 from capplan.db import connect
 from capplan.history.record import pool_rows
+from capplan.plan.assumptions import pool_assumptions
 from capplan.loadtest.store import import_file
 from capplan.plan.fleet import fleet_for
 from capplan.plan.pool_plan import choose_pool_gpu, fleet_plan, plan_pool
@@ -170,3 +171,6 @@ def test_a_load_test_at_another_mix_is_calibrated_to_the_pools_mix(cfg, measured
     assert plan.sized.first_p50.gpus_for_decode == pytest.approx(
         modelled.sized.first_p50.gpus_for_decode / ratio, rel=1e-9)
     assert plan.sized.first_p50.total_gpus > modelled.sized.first_p50.total_gpus
+    rows = pool_assumptions(cfg, plan)  # the assumptions table names the file and its flag
+    assert rows["throughput per GPU"][2] == "calibrated"
+    assert "sweep-" in rows["throughput load test"][0] and rows["throughput load-test flags"][0] == "token_mix"
