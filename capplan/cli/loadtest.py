@@ -148,16 +148,18 @@ def _production_mixes(con, cfg, pools_of_runs: list[str], model: str | None, day
         log_models = model_names(con)
         by_model = read_model_traffic(con, cfg)
         if model is not None:
-            chosen = {name: _logs_pool(cfg, log_models, None, model)[0] for name in pools_of_runs}
+            chosen = dict.fromkeys(pools_of_runs, _logs_pool(cfg, log_models, None, model)[0])
         else:
             resolved = {p.name: p for p in resolve_pools(cfg, log_models)}
             chosen = {name: resolved[name] for name in pools_of_runs if name in resolved}
-        mixes = {}
-        for name, pool in chosen.items():
-            profile = production_profile(con, recent_window(con, pool.models, days, scope=pool.name),
-                                         pool_traffic(by_model, pool)[0])
-            mixes[name] = {"models": list(pool.models), "input_tokens_mean": profile.input_tokens_mean,
-                           "output_tokens_mean": profile.output_tokens_mean}
+        mix_of = {}  # one read per distinct set of log models
+        for pool in chosen.values():
+            if pool.models not in mix_of:
+                profile = production_profile(con, recent_window(con, pool.models, days, scope=pool.name),
+                                             pool_traffic(by_model, pool)[0])
+                mix_of[pool.models] = {"models": list(pool.models), "input_tokens_mean": profile.input_tokens_mean,
+                                       "output_tokens_mean": profile.output_tokens_mean}
+        mixes = {name: mix_of[pool.models] for name, pool in chosen.items()}
     except (ProfileError, PoolError) as exc:
         if model is not None:
             fail(str(exc))
@@ -264,8 +266,9 @@ def show(
 
 
 def _logs_pool(cfg, log_models: list[str], pool_name: str | None, model: str | None):
-    """The pool whose logs are read (exported, or the production mix), as the plan resolves it (:func:`capplan.plan.pools.resolve_pools`), and
-    whether ``--model`` narrowed it to one of its models. Default: the pool of the busiest log model."""
+    """The pool whose logs are read (exported, or the production mix), as the plan resolves it
+    (:func:`capplan.plan.pools.resolve_pools`), and whether ``--model`` narrowed it to one of its models.
+    Default: the pool of the busiest log model."""
     from dataclasses import replace
 
     from capplan.plan.pools import resolve_pools

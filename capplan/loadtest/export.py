@@ -132,5 +132,5 @@ def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest, hou
         trace_duration_s=float(trace["timestamp"][-1]) / 1000.0))  # ms -> s
     (out / PLAN_FILE).write_text(plan, encoding="utf-8")
     files = tuple(out / name for name in (TRACE_FILE, LENGTHS_FILE, SUMMARY_FILE, PLAN_FILE))
-    return ExportResult(out, request.pool, request.models, files, len(arrivals.offset_us), trace_rate, observed, profile.peak_hour_qps, rates,
-                        peak, peak_source)
+    return ExportResult(out, request.pool, request.models, files, len(arrivals.offset_us), trace_rate, observed,
+                        profile.peak_hour_qps, rates, peak, peak_source)

@@ -168,7 +168,7 @@ def _soak_and_failures(x: RunbookInputs, peak_per_replica: float) -> list[str]:
 
 
 def _every_tool(x: RunbookInputs, rate: float, label: str, vllm_extra: str = "") -> list[str]:
-    """One run at ``rate`` for ``step_minutes`` with each tool: vLLM, SGLang, GuideLLM, and AIPerf replaying the trace."""
+    """One run at ``rate`` for ``step_minutes`` with each tool: vLLM, SGLang, GuideLLM, AIPerf replaying the trace."""
     return ["```sh", vllm_command(x, rate, label, vllm_extra), sglang_command(x, rate, label),
             guidellm_command(x, (rate,), x.step_minutes * 60, label),  # min -> s
             f"capplan loadtest export --pool {x.pool} --days {x.days} --rate {rate:.4g} --out {label}/",
