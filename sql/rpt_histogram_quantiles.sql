@@ -2,14 +2,18 @@
 -- read from the log-binned hourly histograms: the q-quantile is the bin holding the ceil(q * n)-th
 -- smallest value, reported as 2 * lo * hi / (lo + hi), within (gamma - 1) / (gamma + 1) of any value
 -- in [lo, hi); bin -1 ([0, 1)) reports 0. $metrics: metric names; $quantiles: list of q in [0, 1].
+-- $models (null: unused): the union of these log models, merged bin by bin and reported as model $model
+-- (a pool: its models' requests as one distribution).
 with
 
 histogram as (
     select
         date_trunc(nullif($grain::varchar, 'all'), hour_utc) as period_start_utc,
-        model, metric, bin, count
+        case when $models::varchar[] is null then model else $model::varchar end as model,
+        metric, bin, count
     from fct_histogram_hourly
-    where ($model::varchar is null or model = $model::varchar)
+    where (case when $models::varchar[] is null then $model::varchar is null or model = $model::varchar
+                else list_contains($models::varchar[], model) end)
       and ($since_utc::timestamp is null or hour_utc >= $since_utc::timestamp)
       and metric in (select unnest($metrics::varchar[]))
 ),

@@ -1,7 +1,7 @@
--- the export window of one model ($model): the $days x 24 whole UTC hours ending with the hour of its
--- newest request. since_utc is hour-aligned, so the profile's hourly roll-ups cover the same rows.
-with model_rows as (
-    select ts_utc from requests where model = $model::varchar
+-- the export window of a pool's log models ($models): the $days x 24 whole UTC hours ending with the hour of
+-- their newest request. since_utc is hour-aligned, so the profile's hourly roll-ups cover the same rows.
+with pool_rows as (
+    select ts_utc from requests where list_contains($models::varchar[], model)
 ),
 
 final as (
@@ -9,7 +9,7 @@ final as (
         date_trunc('hour', max(ts_utc)) + interval 1 hour - to_days($days::integer) as since_utc,  -- UTC
         date_trunc('hour', max(ts_utc)) + interval 1 hour                           as until_utc,  -- UTC, exclusive
         count(*)                                                                    as requests
-    from model_rows
+    from pool_rows
 )
 
 select * from final

@@ -130,18 +130,46 @@ def import_files(
 # --------------------------------------------------------------------------- show
 
 
-def _production_mix(con, model: str | None, days: int) -> tuple[float | None, float | None, str | None]:
-    """(input mean, output mean, note) of ``model``'s recent logs; (None, None, why) without logs or model."""
-    from capplan.loadtest.logs import LogsError, production_profile, recent_window
-    from capplan.profile import ProfileError
+def _production_mixes(con, cfg, pools_of_runs: list[str], model: str | None, days: int,
+                      ) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Each run pool's production mix from the last ``days`` of the logs, and a note on what was not checked.
 
-    if model is None:
-        return None, None, "no production mix given (pass --model, the logs' model): token-mix check skipped"
+    ``{pool: {"models", "input_tokens_mean", "output_tokens_mean"}}``: the mix of the pool's log models taken
+    together, the pool as the plan resolves it (:func:`capplan.plan.pools.resolve_pools`); with ``model``, that
+    log model's mix for every pool. A pool the logs do not serve is left out (and named in the note).
+    """
+    from capplan.loadtest.logs import LogsError, model_names, production_profile, recent_window
+    from capplan.plan.pools import PoolError, pool_traffic, read_model_traffic, resolve_pools
+    from capplan.profile import ProfileError
+    from capplan.profile.freshness import require_requests
+
     try:
-        profile = production_profile(con, recent_window(con, model, days))
-    except (LogsError, ProfileError) as exc:
+        require_requests(con)
+        log_models = model_names(con)
+        by_model = read_model_traffic(con, cfg)
+        if model is not None:
+            chosen = dict.fromkeys(pools_of_runs, _logs_pool(cfg, log_models, None, model)[0])
+        else:
+            resolved = {p.name: p for p in resolve_pools(cfg, log_models)}
+            chosen = {name: resolved[name] for name in pools_of_runs if name in resolved}
+        mix_of = {}  # one read per distinct set of log models
+        for pool in chosen.values():
+            if pool.models not in mix_of:
+                profile = production_profile(con, recent_window(con, pool.models, days, scope=pool.name),
+                                             pool_traffic(by_model, pool)[0])
+                mix_of[pool.models] = {"models": list(pool.models), "input_tokens_mean": profile.input_tokens_mean,
+                                       "output_tokens_mean": profile.output_tokens_mean}
+        mixes = {name: mix_of[pool.models] for name, pool in chosen.items()}
+    except (ProfileError, PoolError) as exc:
+        if model is not None:
+            fail(str(exc))
+        return {}, f"token-mix check skipped: {exc}"
+    except LogsError as exc:
         fail(str(exc))
-    return profile.input_tokens_mean, profile.output_tokens_mean, None
+    unchecked = sorted(set(pools_of_runs) - set(mixes))
+    note = (f"token-mix check skipped for {', '.join(unchecked)}: no pool of that name serves a model in the logs "
+            "(pass --model, the logs' model)") if unchecked else None
+    return mixes, note
 
 
 def _fmt(value: Any) -> str:
@@ -187,8 +215,8 @@ def show(
     config: Path | None = CONFIG_OPTION,
     db: Path | None = DB_OPTION,
     pool: str | None = typer.Option(None, "--pool", help="Only this pool's runs."),
-    model: str | None = typer.Option(None, "--model", help="The logs' model whose production mix the runs are "
-                                                           "checked against."),
+    model: str | None = typer.Option(None, "--model", help="The logs' model whose production mix every run is "
+                                                           "checked against (default: each run's pool's models)."),
     days: int | None = typer.Option(None, "--days", min=1, help="Days of logs for the production mix "
                                                                 "(default [report].measured_window_days)."),
     ttft_ms_max: float | None = TTFT_OPTION,
@@ -210,14 +238,18 @@ def show(
         runs = read_stored_runs(con, pool)
         if not runs:
             fail(f"no load tests in {path}" + (f" for pool {pool!r}" if pool else "") + "; run `capplan loadtest import`")
-        input_mean, output_mean, note = _production_mix(con, model, days or cfg.report.measured_window_days)
+        mixes, note = _production_mixes(con, cfg, sorted({r["pool"] for r in runs}), model,
+                                        days or cfg.report.measured_window_days)
     finally:
         con.close()
     for r in runs:
-        r["flags"] = [f.to_dict() for f in run_flags(r, input_mean, output_mean)]
+        mix = mixes.get(r["pool"], {})
+        r["flags"] = [f.to_dict() for f in run_flags(r, mix.get("input_tokens_mean"), mix.get("output_tokens_mean"))]
+    first = next(iter(mixes.values()), {}) if model is not None else {}
     payload = {"targets": {"ttft_ms_max": targets.ttft_ms_max, "tpot_ms_max": targets.tpot_ms_max,
                            "percentile": targets.percentile, "max_error_rate": targets.max_error_rate},
-               "production_mix": {"model": model, "input_tokens_mean": input_mean, "output_tokens_mean": output_mean},
+               "production_mix": {"model": model, "input_tokens_mean": first.get("input_tokens_mean"),
+                                  "output_tokens_mean": first.get("output_tokens_mean"), "pools": mixes},
                "runs": runs, "sweeps": [], "note": note}
     for group in group_sweeps(runs):
         pool_targets = _pool_targets(cfg, group[0]["pool"], targets, ttft_ms_max, tpot_ms_max)
@@ -233,11 +265,38 @@ def show(
 # --------------------------------------------------------------------------- export
 
 
+def _logs_pool(cfg, log_models: list[str], pool_name: str | None, model: str | None):
+    """The pool whose logs are read (exported, or the production mix), as the plan resolves it
+    (:func:`capplan.plan.pools.resolve_pools`), and whether ``--model`` narrowed it to one of its models.
+    Default: the pool of the busiest log model."""
+    from dataclasses import replace
+
+    from capplan.plan.pools import resolve_pools
+
+    pools = resolve_pools(cfg, log_models)
+    if model is not None and model not in log_models:
+        fail(f"no requests of model {model!r} in the logs; models there: {log_models}")
+    if pool_name is not None:
+        pool = next((p for p in pools if p.name == pool_name), None)
+        if pool is None:
+            fail(f"no pool {pool_name!r} serves a model in the logs; pools: {', '.join(p.name for p in pools)}")
+    else:
+        wanted = model or log_models[0]
+        pool = next(p for p in pools if wanted in p.models)
+    if model is None:
+        return pool, False
+    if model not in pool.models:
+        fail(f"model {model!r} is not served by pool {pool.name!r} (its models: {', '.join(pool.models)})")
+    return replace(pool, models=(model,)), True
+
+
 def export(
     out: Path = typer.Option(..., "--out", help="Folder for trace.jsonl, lengths.jsonl, lengths.json and PLAN.md."),
-    model: str | None = typer.Option(None, "--model", help="The logs' model (default: the busiest model)."),
-    pool: str | None = typer.Option(None, "--pool", help="Pool name for PLAN.md, whose newest stored plan's P90 design "
-                                                      "peak the sweep is built around (default: the model)."),
+    pool: str | None = typer.Option(None, "--pool", help="The pool whose log models are exported (as `capplan plan` "
+                                                      "maps them) and whose newest stored plan's P90 design peak the "
+                                                      "sweep is built around (default: the busiest model's pool)."),
+    model: str | None = typer.Option(None, "--model", help="Only this log model of the pool (default: every model "
+                                                           "of the pool)."),
     days: int = typer.Option(7, "--days", min=1, help="Days of logs to export, ending with the newest hour."),
     rate: float | None = typer.Option(None, "--rate", min=0, help="Time-scale the trace to this arrival rate "
                                                                   "(default: production timing). [requests/s]"),
@@ -252,32 +311,38 @@ def export(
     db: Path | None = DB_OPTION,
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Write a trace replaying the logs, a lengths dataset and PLAN.md for the next load test."""
+    """Write a trace replaying a pool's logs, a lengths dataset and PLAN.md for the next load test."""
     from capplan.history.store import planned_peak
     from capplan.loadtest.export import ExportRequest, export_load_test
     from capplan.loadtest.logs import LogsError, model_names
+    from capplan.plan.pools import PoolError, pool_traffic, read_model_traffic
 
     cfg = load(config)
     targets = _targets(cfg, ttft_ms_max, tpot_ms_max, percentile, max_error_rate)
     path = _existing_db(cfg, db, "capplan ingest")
     con = _connect(path, read_only=True)  # reads the logs' roll-ups, as `capplan ingest` left them
     try:
-        chosen = model or next(iter(model_names(con)), None)
-        if chosen is None:
+        log_models = model_names(con)
+        if not log_models:
             fail(f"database {path} has no requests; run `capplan ingest` first")
+        chosen, narrowed = _logs_pool(cfg, log_models, pool, model)
+        hourly, _daily = pool_traffic(read_model_traffic(con, cfg), chosen)
         result = export_load_test(con, ExportRequest(
-            model=chosen, days=days, out_dir=out, targets=targets, pool=pool, rate_rps=rate, replicas=replicas,
-            zones=cfg.sizing.zones, zones_lost=cfg.sizing.zones_lost, step_minutes=step_minutes,
-            soak_minutes=soak_minutes, planned_peak=planned_peak(con, pool or chosen)))
-    except (LogsError, ValueError) as exc:
+            pool=chosen.name, models=chosen.models, days=days, out_dir=out, targets=targets, rate_rps=rate,
+            replicas=replicas, zones=cfg.sizing.zones, zones_lost=cfg.sizing.zones_lost, step_minutes=step_minutes,
+            soak_minutes=soak_minutes, planned_peak=None if narrowed else planned_peak(con, chosen.name),
+            unplanned_peak_reason=(f"--model {model} narrows pool {chosen.name}, whose stored plan covers all its "
+                                   "models" if narrowed else None)), hourly)
+    except (LogsError, PoolError, ValueError) as exc:
         fail(str(exc))
     finally:
         con.close()
     if as_json:
         print_json(result.to_dict())
     else:
-        console.print(f"{result.requests:,} requests of {chosen} -> {out} (trace at {result.trace_rate_rps:.4g} req/s; "
-                      f"sweep {', '.join(f'{r:.3g}' for r in result.rates_rps)} req/s per replica)", highlight=False,
+        console.print(f"{result.requests:,} requests of pool {chosen.name} ({', '.join(chosen.models)}) -> {out} "
+                      f"(trace at {result.trace_rate_rps:.4g} req/s; sweep "
+                      f"{', '.join(f'{r:.3g}' for r in result.rates_rps)} req/s per replica)", highlight=False,
                       soft_wrap=True)
 
 

@@ -1,4 +1,7 @@
-"""``capplan loadtest export``: write the load test to run next from a model's recent logs.
+"""``capplan loadtest export``: write the load test to run next from a pool's recent logs.
+
+The rows are every log row of the pool's models (the pool's ``models``, as the plan maps them,
+:func:`capplan.plan.pools.resolve_pools`), or of the models the command narrows it to.
 
 Files written to the output folder:
 
@@ -18,6 +21,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pandas as pd
 
 from capplan.loadtest.capacity import SloTargets
 from capplan.loadtest.logs import Arrivals, production_profile, read_arrivals, recent_window
@@ -35,6 +39,8 @@ class ExportResult:
     """What the export wrote and the figures it stands on."""
 
     out_dir: Path
+    pool: str
+    models: tuple[str, ...]  # the log models whose rows were exported
     files: tuple[Path, ...]
     requests: int
     trace_rate_rps: float  # [requests/s]
@@ -45,7 +51,8 @@ class ExportResult:
     design_peak_source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "files": [str(f) for f in self.files], "requests": self.requests,
+        return {"out_dir": str(self.out_dir), "pool": self.pool, "models": list(self.models),
+                "files": [str(f) for f in self.files], "requests": self.requests,
                 "trace_rate_rps": self.trace_rate_rps, "observed_rate_rps": self.observed_rate_rps,
                 "peak_hour_qps": self.peak_hour_qps, "rates_rps": list(self.rates_rps),
                 "design_peak_qps": self.design_peak_qps, "design_peak_source": self.design_peak_source}
@@ -55,11 +62,11 @@ class ExportResult:
 class ExportRequest:
     """The export's settings (parsed once at the command line)."""
 
-    model: str
+    pool: str  # the pool's name (PLAN.md, lengths.json)
+    models: tuple[str, ...]  # its log models whose rows are exported (all of the pool's, or a narrowing)
     days: int
     out_dir: Path
     targets: SloTargets
-    pool: str | None = None
     rate_rps: float | None = None  # time-scale the trace to this rate; None keeps production timing
     replicas: int = 1
     zones: int = 1
@@ -67,6 +74,7 @@ class ExportRequest:
     step_minutes: float = 10.0
     soak_minutes: float = 60.0
     planned_peak: tuple[float, str] | None = None  # a stored plan's P90 design peak [requests/s] and its source
+    unplanned_peak_reason: str | None = None  # why no stored plan's peak is used (default: none covers the pool)
 
 
 def write_jsonl(path: Path, columns: dict[str, np.ndarray]) -> None:
@@ -82,16 +90,19 @@ def _trace(arrivals: Arrivals, rate_rps: float | None) -> dict[str, np.ndarray]:
             "input_length": arrivals.input_tokens, "output_length": arrivals.output_tokens}
 
 
-def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> ExportResult:
-    """Write the trace, the lengths and PLAN.md for ``request.model``'s last ``request.days`` days.
+def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest, hourly: pd.DataFrame) -> ExportResult:
+    """Write the trace, the lengths and PLAN.md from the last ``request.days`` days of ``request.models``' logs.
+
+    ``hourly`` is those models' hourly traffic summed (:func:`capplan.plan.pools.pool_traffic`), for the
+    observed peak-hour rate.
 
     Raises
     ------
     capplan.loadtest.logs.LogsError
-        The logs hold no request of the model, or fewer than two in the window.
+        The logs hold no request of the models, or fewer than two in the window.
     """
-    window = recent_window(con, request.model, request.days)
-    profile = production_profile(con, window)
+    window = recent_window(con, request.models, request.days, scope=request.pool)
+    profile = production_profile(con, window, hourly)
     arrivals = read_arrivals(con, window)
     observed = arrival_rate_rps(arrivals.offset_us)
     trace = _trace(arrivals, request.rate_rps)
@@ -101,14 +112,15 @@ def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> 
     write_jsonl(out / LENGTHS_FILE, {"input_length": arrivals.input_tokens, "output_length": arrivals.output_tokens})
     summaries = {"input_tokens": length_summary(arrivals.input_tokens),
                  "output_tokens": length_summary(arrivals.output_tokens)}
-    (out / SUMMARY_FILE).write_text(json.dumps({"model": request.model, "requests": len(arrivals.offset_us),
-                                                **summaries}, indent=2) + "\n", encoding="utf-8")
-    peak, peak_source = request.planned_peak or (
-        profile.peak_hour_qps, "the observed peak-hour rate: no stored plan covers this pool; run `capplan plan`")
+    (out / SUMMARY_FILE).write_text(json.dumps({"pool": request.pool, "models": list(request.models),
+                                                "requests": len(arrivals.offset_us), **summaries}, indent=2) + "\n",
+                                               encoding="utf-8")
+    peak, peak_source = request.planned_peak or (profile.peak_hour_qps, "the observed peak-hour rate: " + (
+        request.unplanned_peak_reason or "no stored plan covers this pool; run `capplan plan`"))
     rates = tuple(sweep_rates_rps(peak, request.replicas))
     trace_rate = request.rate_rps or observed
     plan = render_plan(RunbookInputs(
-        pool=request.pool or request.model, model=request.model, since_utc=str(window.since_utc),
+        pool=request.pool, models=request.models, since_utc=str(window.since_utc),
         until_utc=str(window.until_utc), days=request.days, requests=len(arrivals.offset_us),
         peak_hour_qps=profile.peak_hour_qps, design_peak_qps=peak, design_peak_source=peak_source,
         replicas=request.replicas, zones=request.zones,
@@ -120,5 +132,5 @@ def export_load_test(con: duckdb.DuckDBPyConnection, request: ExportRequest) -> 
         trace_duration_s=float(trace["timestamp"][-1]) / 1000.0))  # ms -> s
     (out / PLAN_FILE).write_text(plan, encoding="utf-8")
     files = tuple(out / name for name in (TRACE_FILE, LENGTHS_FILE, SUMMARY_FILE, PLAN_FILE))
-    return ExportResult(out, files, len(arrivals.offset_us), trace_rate, observed, profile.peak_hour_qps, rates,
-                        peak, peak_source)
+    return ExportResult(out, request.pool, request.models, files, len(arrivals.offset_us), trace_rate, observed,
+                        profile.peak_hour_qps, rates, peak, peak_source)

@@ -1,8 +1,11 @@
 """Production figures a load test is judged against or built from, read from the request logs.
 
-The window is the last ``days`` x 24 whole UTC hours of one model's logs (``sql/rpt_loadtest_window.sql``);
-the token mix and the peak-hour rate come from the profile's roll-ups (:func:`capplan.profile.profile_summary`)
-over the same hours, the arrivals themselves from ``requests`` (``sql/rpt_loadtest_trace_rows.sql``).
+A window covers a pool's log models (the pool's ``models``, :func:`capplan.plan.pools.resolve_pools`, as the
+plan maps them; or one model named on the command line): the last ``days`` x 24 whole UTC hours ending with the
+newest request of any of them (``sql/rpt_loadtest_window.sql``). The token mix comes from the profile's roll-ups
+over the same hours, the union of the models as one distribution (:func:`capplan.profile.token_stats`); the
+peak-hour rate from the pool's hourly traffic (:func:`capplan.plan.pools.pool_traffic`, the models' hourly rates
+summed); the arrivals themselves from ``requests`` (``sql/rpt_loadtest_trace_rows.sql``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from datetime import datetime
 
 import duckdb
 import numpy as np
+import pandas as pd
 
 from capplan import sql
 
@@ -22,16 +26,17 @@ class LogsError(ValueError):
 
 @dataclass(frozen=True)
 class Window:
-    """``[since_utc, until_utc)`` of one model's logs, hour-aligned, UTC."""
+    """``[since_utc, until_utc)`` of the logs of ``models`` (a pool's, named ``scope``), hour-aligned, UTC."""
 
-    model: str
+    scope: str
+    models: tuple[str, ...]
     since_utc: datetime
     until_utc: datetime
 
 
 @dataclass(frozen=True)
 class ProductionProfile:
-    """The production mix and peak of one model over a window (from the profile's roll-ups)."""
+    """The production mix and peak of a window's models, taken together (from the profile's roll-ups)."""
 
     requests: int
     input_tokens_mean: float  # [tokens/request]
@@ -55,46 +60,55 @@ def model_names(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [row[0] for row in con.execute(sql.load("rpt_loadtest_models")).fetchall()]
 
 
-def recent_window(con: duckdb.DuckDBPyConnection, model: str, days: int) -> Window:
-    """The last ``days`` days of whole UTC hours of ``model``'s logs.
+def recent_window(con: duckdb.DuckDBPyConnection, models: tuple[str, ...], days: int, scope: str | None = None,
+                  ) -> Window:
+    """The last ``days`` days of whole UTC hours of the logs of ``models``, ending with the newest of their requests.
+
+    ``scope`` names them in messages and summaries (a pool's name; default: the one model).
 
     Raises
     ------
     LogsError
-        The logs hold no request of ``model`` (the message lists the models they hold).
+        The logs hold no request of any of ``models`` (the message lists the models they hold).
     """
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
-    since, until, requests = con.execute(sql.load("rpt_loadtest_window"), {"model": model, "days": days}).fetchone()
+    models = tuple(models)
+    scope = scope or ", ".join(models)
+    since, until, requests = con.execute(sql.load("rpt_loadtest_window"), {"models": list(models),
+                                                                           "days": days}).fetchone()
     if not requests:
-        raise LogsError(f"no requests of model {model!r} in the logs; models there: {model_names(con)}")
-    return Window(model, since, until)
+        what = f"model {models[0]!r}" if len(models) == 1 else f"models {', '.join(map(repr, models))} (pool {scope})"
+        raise LogsError(f"no requests of {what} in the logs; models there: {model_names(con)}")
+    return Window(scope, models, since, until)
 
 
-def production_profile(con: duckdb.DuckDBPyConnection, window: Window) -> ProductionProfile:
-    """Token mix and peak-hour rate of the window's model, from the profile's roll-ups.
+def production_profile(con: duckdb.DuckDBPyConnection, window: Window, hourly: pd.DataFrame) -> ProductionProfile:
+    """Token mix of the window's models taken together, and their peak-hour rate, from the profile's roll-ups.
 
-    The connection must be writable the first time (the roll-ups are refreshed before reading).
+    ``hourly`` is the models' hourly traffic summed (:func:`capplan.plan.pools.pool_traffic` of the pool
+    narrowed to ``window.models``). Read-only: the roll-ups must be current.
     """
-    from capplan.profile import profile_summary
+    from capplan.profile import token_stats
 
-    summary = profile_summary(con, window.model, window.since_utc)
-    stats = summary["models"].get(window.model)
+    stats = token_stats(con, window.scope, window.since_utc, window.models).get(window.scope)
     if not stats or not stats["requests"]:
-        raise LogsError(f"the profile holds no requests of model {window.model!r} since {window.since_utc} UTC")
+        raise LogsError(f"the profile holds no requests of {window.scope!r} since {window.since_utc} UTC")
+    recent = hourly[(hourly["hour_utc"] >= pd.Timestamp(window.since_utc))
+                    & (hourly["hour_utc"] < pd.Timestamp(window.until_utc))]
     return ProductionProfile(
         requests=int(stats["requests"]),
         input_tokens_mean=float(stats["input_tokens"]["mean"]),
         output_tokens_mean=float(stats["output_tokens"]["mean"]),
         input_tokens_percentiles={k: float(v) for k, v in stats["input_tokens"].items() if k != "mean"},
         output_tokens_percentiles={k: float(v) for k, v in stats["output_tokens"].items() if k != "mean"},
-        peak_hour_qps=float(summary["peak_hour_qps"]),
+        peak_hour_qps=float(recent["avg_qps"].max()),
     )
 
 
 def read_arrivals(con: duckdb.DuckDBPyConnection, window: Window) -> Arrivals:
-    """Every arrival of the window's model in the window, in arrival order."""
+    """Every arrival of the window's models in the window, in arrival order."""
     columns = con.execute(sql.load("rpt_loadtest_trace_rows"), {
-        "model": window.model, "since_utc": window.since_utc, "until_utc": window.until_utc}).fetchnumpy()
+        "models": list(window.models), "since_utc": window.since_utc, "until_utc": window.until_utc}).fetchnumpy()
     return Arrivals(np.asarray(columns["offset_us"]), np.asarray(columns["input_tokens"]),
                     np.asarray(columns["output_tokens"]))

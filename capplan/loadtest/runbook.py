@@ -15,12 +15,12 @@ class RunbookInputs:
     """Everything PLAN.md states (one typed record, built by :mod:`capplan.loadtest.export`)."""
 
     pool: str
-    model: str  # the logs' model
+    models: tuple[str, ...]  # the log models whose requests the workload replays
     since_utc: str
     until_utc: str
     days: int
     requests: int
-    peak_hour_qps: float  # observed peak-hour rate of the model [requests/s]
+    peak_hour_qps: float  # observed peak-hour rate of the models together [requests/s]
     design_peak_qps: float  # the peak the sweep is built around [requests/s]
     design_peak_source: str  # where it comes from (a stored plan's P90, or the observed peak)
     replicas: int
@@ -38,6 +38,10 @@ class RunbookInputs:
     trace_file: str
     trace_rate_rps: float  # the exported trace's arrival rate [requests/s]
     trace_duration_s: float
+
+
+def _models_text(models: tuple[str, ...]) -> str:
+    return ("model " if len(models) == 1 else "models ") + ", ".join(f"`{m}`" for m in models)
 
 
 def _slo_text(x: RunbookInputs) -> str:
@@ -98,7 +102,7 @@ def render_plan(x: RunbookInputs) -> str:
     peak_per_replica = x.design_peak_qps / x.replicas
     lines = [
         f"# Load test plan: pool {x.pool}", "",
-        f"From {x.requests:,} requests of model `{x.model}` in the {x.days} days {x.since_utc} to {x.until_utc} "
+        f"From {x.requests:,} requests of {_models_text(x.models)} in the {x.days} days {x.since_utc} to {x.until_utc} "
         f"UTC. Observed peak-hour rate {x.peak_hour_qps:.4g} requests/s.", "",
         f"The rates below span a quarter to one and a half times the peak to plan for, {x.design_peak_qps:.4g} "
         f"requests/s ({x.design_peak_source}), {peak_per_replica:.4g} per replica over {x.replicas} replicas.", "",
@@ -134,30 +138,41 @@ def render_plan(x: RunbookInputs) -> str:
 
 def _soak_and_failures(x: RunbookInputs, peak_per_replica: float) -> list[str]:
     soak = x.soak_minutes / x.step_minutes
+    peak = x.design_peak_qps
     lines = ["## Soak", "", f"{x.soak_minutes:g} min at the peak rate per replica ({peak_per_replica:.4g} requests/s): "
              "latency must not drift up, memory must not grow.", "", "```sh",
              vllm_command(_longer(x, soak), peak_per_replica, "soak"), "```", "", "## Failure tests", "",
-             "Run against the whole pool (`BASE_URL` = the load balancer) at the total peak rate "
-             f"{x.peak_hour_qps:.4g} requests/s.", ""]
+             "Run against the whole pool (`BASE_URL` = the load balancer) at the total peak to plan for, "
+             f"{peak:.4g} requests/s.", ""]
     if x.replicas > 1:
-        survivor = x.peak_hour_qps / (x.replicas - 1)
+        survivor = peak / (x.replicas - 1)
         lines += [f"- **Kill a replica**: delete one of the {x.replicas} replicas 5 min in (e.g. `kubectl delete pod "
                   f"REPLICA`); each survivor then takes {survivor:.4g} requests/s. The SLO must hold after failover."]
     else:
         lines += ["- **Kill a replica**: the pool has one replica, so this is an outage; plan at least two."]
     if x.zones > x.zones_lost and x.zones > 1:
         left = x.zones - x.zones_lost
-        lines += [f"- **Lose a zone**: take {x.zones_lost or 1} of {x.zones} zones away; the remaining zones carry "
-                  f"{x.zones / max(left, 1):.3g}x their share."]
+        lines += [f"- **Lose a zone**: take {x.zones_lost or 1} of {x.zones} zones away 5 min in; the remaining zones "
+                  f"carry {x.zones / max(left, 1):.3g}x their share."]
     else:
         lines += ["- **Lose a zone**: the config spans one zone (`[sizing].zones`), so losing it is an outage."]
-    lines += ["- **Cold start to peak**: scale the pool to its minimum, then ramp from 0 to the peak over 10 min; "
-              "the SLO must hold once new replicas report ready.", "", "```sh",
-              vllm_command(x, x.peak_hour_qps, "failover"),
-              vllm_command(_longer(x, 1.0), x.peak_hour_qps, "cold-start",
-                           f" --ramp-up-strategy linear --ramp-up-start-rps 0 --ramp-up-end-rps {x.peak_hour_qps:.4g}"),
-              "```"]
+    lines += ["- **Cold start to peak**: scale the pool to its minimum, then load it; the SLO must hold once new "
+              "replicas report ready. vLLM ramps from 0 to the peak over the step; SGLang, GuideLLM and AIPerf start "
+              "at the peak at once (the harder case).", "",
+              "Kill a replica and lose a zone (one run each, the failure injected 5 min in):", ""]
+    lines += _every_tool(x, peak, "failover")
+    lines += ["Cold start to peak:", ""]
+    lines += _every_tool(x, peak, "cold-start", f" --ramp-up-strategy linear --ramp-up-start-rps 0 "
+                                                f"--ramp-up-end-rps {peak:.4g}")
     return lines
+
+
+def _every_tool(x: RunbookInputs, rate: float, label: str, vllm_extra: str = "") -> list[str]:
+    """One run at ``rate`` for ``step_minutes`` with each tool: vLLM, SGLang, GuideLLM, AIPerf replaying the trace."""
+    return ["```sh", vllm_command(x, rate, label, vllm_extra), sglang_command(x, rate, label),
+            guidellm_command(x, (rate,), x.step_minutes * 60, label),  # min -> s
+            f"capplan loadtest export --pool {x.pool} --days {x.days} --rate {rate:.4g} --out {label}/",
+            aiperf_command(replace(x, trace_file=f"{label}/{x.trace_file}"), label), "```", ""]
 
 
 def _longer(x: RunbookInputs, factor: float) -> RunbookInputs:

@@ -9,7 +9,7 @@ One module per job:
 * :mod:`~capplan.profile.freshness`: ``ProfileError`` and the read-only check that the roll-ups are current;
 * :mod:`~capplan.profile.read`: the readers (hourly, daily and weekly traffic, typical week, token
   distribution, histograms, hourly SLI);
-* :mod:`~capplan.profile.summary`: ``profile_summary``;
+* :mod:`~capplan.profile.summary`: ``profile_summary``, ``token_stats`` (a model's or a pool's token mix);
 * :mod:`~capplan.profile.schemas`: the pandera models of the readers' frames.
 
 Readers never write: refresh the roll-ups first (``capplan ingest`` does after loading, the plan's
@@ -34,7 +34,7 @@ _HOMES = {
     "capplan.profile.counting": ("ALL_MODELS", "METRICS"),
     "capplan.profile.schemas": ("EMPTY_HOURS", "GRAINS", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
                                 "TokenDistribution", "TypicalWeek"),
-    "capplan.profile.summary": ("profile_summary",),
+    "capplan.profile.summary": ("profile_summary", "token_stats"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

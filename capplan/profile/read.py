@@ -184,23 +184,31 @@ def typical_week(
 
 
 def histogram_quantiles(con: duckdb.DuckDBPyConnection, metrics: Sequence[str], quantiles: Sequence[float],
-                        grain: str, model: str | None, since: date | datetime | str | None) -> pd.DataFrame:
+                        grain: str, model: str | None, since: date | datetime | str | None,
+                        models: Sequence[str] | None = None) -> pd.DataFrame:
     """Long frame period_start_utc, model, metric, q, value, count from the merged histograms.
 
     ``grain`` is one of :data:`~capplan.profile.schemas.GRAINS` or ``"all"`` (the whole window);
     values in the metric's unit, within ``HISTOGRAM_RELATIVE_ERROR`` of the exact order statistic.
+    With ``models``, the union of those log models (a pool's) is one distribution, reported as ``model``.
     """
     return con.execute(sql.load("rpt_histogram_quantiles"), {
         "grain": grain, "model": model, "since_utc": since_utc(since), "metrics": list(metrics),
-        "quantiles": list(quantiles), "gamma": HISTOGRAM_GAMMA,
+        "quantiles": list(quantiles), "gamma": HISTOGRAM_GAMMA, "models": _listed(models),
     }).df()
 
 
 def period_token_sums(con: duckdb.DuckDBPyConnection, grain: str, model: str | None,
-                      since: date | datetime | str | None) -> pd.DataFrame:
-    """Requests and input/output token sums per UTC period and model (``grain`` as :func:`histogram_quantiles`)."""
-    return con.execute(sql.load("rpt_period_token_sums"),
-                       {"grain": grain, "model": model, "since_utc": since_utc(since)}).df()
+                      since: date | datetime | str | None, models: Sequence[str] | None = None) -> pd.DataFrame:
+    """Requests and input/output token sums per UTC period and model (``grain`` and ``models`` as
+    :func:`histogram_quantiles`)."""
+    return con.execute(sql.load("rpt_period_token_sums"), {
+        "grain": grain, "model": model, "since_utc": since_utc(since), "models": _listed(models)}).df()
+
+
+def _listed(models: Sequence[str] | None) -> list[str] | None:
+    """``models`` as a bound list parameter (``None`` stays ``None``)."""
+    return None if models is None else list(models)
 
 
 def _wide_quantiles(long: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -28,10 +29,15 @@ def _num(value: Any) -> float | int | None:
     return value.item() if hasattr(value, "item") else value
 
 
-def _token_stats(con, model, since) -> dict[str, dict[str, dict[str, float | None]]]:
-    """{model: {"input_tokens": {mean, p50, p90, p99}, "output_tokens": {...}}} over the whole window."""
-    long = histogram_quantiles(con, ("input_tokens", "output_tokens"), TOKEN_QUANTILES, "all", model, since)
-    sums = period_token_sums(con, "all", model, since)
+def token_stats(con: duckdb.DuckDBPyConnection, model: str | None, since: date | datetime | str | None,
+                models: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """{model: {"requests": n, "input_tokens": {mean, p50, p90, p99}, "output_tokens": {...}}} since ``since``.
+
+    Means are exact (token sums / requests) [tokens]; percentiles from the merged histograms, within
+    ``HISTOGRAM_RELATIVE_ERROR``. With ``models``, one entry ``model`` for the union of those log models (a pool).
+    """
+    long = histogram_quantiles(con, ("input_tokens", "output_tokens"), TOKEN_QUANTILES, "all", model, since, models)
+    sums = period_token_sums(con, "all", model, since, models)
     stats: dict[str, dict] = {}
     empty = long.iloc[:0]
     by_key = dict(iter(long.groupby(["model", "metric"], sort=False)))  # one pass: thousands of models are real
@@ -78,7 +84,7 @@ def profile_summary(
     avg_qps = float(rated["requests"].sum()) / seconds if seconds and total else None
     peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
     peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
-    tokens = _token_stats(con, model, since)
+    tokens = token_stats(con, model, since)
     sli = hourly_sli(con, ttft_threshold_ms, scope, since)
     ttft = histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since)
     valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())

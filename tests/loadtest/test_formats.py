@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,82 @@ def test_every_real_file_imports(path):
     runs = read_runs(path)
     assert runs and all(r.completed_requests > 0 and r.requests_per_s > 0 for r in runs)
     assert [r.run_index for r in runs] == list(range(len(runs)))
+
+
+#: one row per real file, read by hand from the raw file: runs in it, tool, and its first run's target rate
+#: [requests/s] (None: closed loop or Infinity), achieved rate [requests/s], mean input tokens [tokens] and one
+#: TTFT figure [ms]. vLLM: request_rate, request_throughput, total_input_tokens / completed, p99_ttft_ms.
+#: SGLang: request_rate, completed / duration, total_input_tokens / completed, median_ttft_ms.
+#: GuideLLM: strategy rate, successful requests / duration, prompt tokens mean, time_to_first_token_ms p99.
+#: llmperf: results_num_completed_requests_per_min / 60, results_number_input_tokens_mean, ttft p99 [s] x 1000.
+BY_HAND = {
+    "A100_vllm-2replicas_benchmark_2025-05-11_22-45-40.json":
+        (1, "vllm", 1.8, 1.728939669308656, 1_600_000 / 200, "ttft_p99_ms", 1628.2638817280522),
+    "A100_vllm-3replicas_benchmark_2025-05-12_00-03-23.json":
+        (1, "vllm", 2.5, 2.3861652801059154, 2_500_000 / 250, "ttft_p99_ms", 2813.2081096712495),
+    "A100_vllm-3replicas_benchmark_2025-05-12_00-17-30.json":
+        (1, "vllm", 2.5, 2.4240489521699775, 2_500_000 / 250, "ttft_p99_ms", 2755.7777910493296),
+    "H100_vllm-2replicas_benchmark_2025-05-13_04-55-27.json":
+        (1, "vllm", 3.6, 3.483002633829972, 1_599_800 / 200, "ttft_p99_ms", 261.66544687526766),
+    "H100_vllm-2replicas_benchmark_2025-05-13_04-59-44.json":
+        (1, "vllm", 3.6, 3.500740393580513, 1_599_800 / 200, "ttft_p99_ms", 527.2356536588628),
+    "H100_vllm-2replicas_benchmark_2025-05-13_05-03-46.json":
+        (1, "vllm", 3.6, 3.47086732390847, 1_599_800 / 200, "ttft_p99_ms", 261.98455891455524),
+    "H100_vllm-3replicas_benchmark_2025-05-13_05-23-51.json":
+        (1, "vllm", 5.5, 5.376472945277789, 2_499_750 / 250, "ttft_p99_ms", 985.7955708063672),
+    "H100_vllm-3replicas_benchmark_2025-05-13_05-25-19.json":
+        (1, "vllm", 5.5, 5.305821950398492, 2_499_750 / 250, "ttft_p99_ms", 829.0210642648159),
+    "H100_vllm-3replicas_benchmark_2025-05-13_05-26-45.json":
+        (1, "vllm", 5.5, 5.355472468869014, 2_499_750 / 250, "ttft_p99_ms", 999.3999289546626),
+    "llama_3_3_70b_offline_output.jsonl":
+        (7, "sglang", None, 3000 / 341.72106836596504, 1_525_074 / 3000, "ttft_p50_ms", 91282.20983641222),
+    "llama_3_3_70b_online_output.jsonl":
+        (7, "sglang", 1.0, 300 / 298.3675805060193, 152_612 / 300, "ttft_p50_ms", 85.74514742940664),
+    "llama_405b_online_output.jsonl":
+        (6, "sglang", 1.0, 300 / 317.54681650106795, 152_612 / 300, "ttft_p50_ms", 218.80842198152095),
+    "guidellm_report_v2_mock_server.json":
+        (2, "guidellm", 2.0, 2 / 5.01964807510376, 71.5, "ttft_p99_ms", 11.686325073242188),
+    "anyscale_70b.json": (1, "llmperf", None, 84.73327721639254 / 60, 550.0, "ttft_p99_ms", 474.5305190600024),
+    "fireworks_70b.json": (1, "llmperf", None, 64.92561266104798 / 60, 550.0, "ttft_p99_ms", 951.4515243999448),
+}
+
+
+@needs_shared
+def test_every_real_file_has_a_row_checked_by_hand():
+    assert sorted(p.name for p in REAL_FILES) == sorted(BY_HAND)
+    assert sum(row[0] for row in BY_HAND.values()) == 33
+
+
+@needs_shared
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+def test_every_real_file_reads_the_values_checked_by_hand(path):
+    count, tool, target, rate, input_mean, latency, value = BY_HAND[path.name]
+    runs = read_runs(path)
+    first = runs[0]
+    assert (len(runs), first.tool, first.target_requests_per_s) == (count, tool, target)
+    assert first.requests_per_s == pytest.approx(rate, rel=1e-12)
+    assert first.input_tokens_mean == pytest.approx(input_mean, rel=1e-12)
+    assert first.latency[latency] == pytest.approx(value, rel=1e-12)
+
+
+@needs_shared
+@pytest.mark.parametrize(("name", "tool", "key"), [
+    ("H100_vllm-2replicas_benchmark_2025-05-13_04-55-27.json", "vllm", "completed"),
+    ("llama_405b_online_output.jsonl", "sglang", "duration"),
+    ("anyscale_70b.json", "llmperf", "results_num_completed_requests_per_min"),
+])
+def test_a_real_file_without_a_key_it_needs_names_the_file_and_the_key(tmp_path, name, tool, key):
+    """Each real layout with one key it reads taken out (from every run): the error names the file and the key."""
+    source = next(p for p in REAL_FILES if p.name == name)
+    lines = source.read_text().replace("Infinity", "1e999").splitlines() if source.suffix == ".jsonl" else [
+        source.read_text()]
+    objects = [json.loads(line) for line in lines if line.strip()]
+    for obj in objects:
+        del obj[key]
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(o) for o in objects) + "\n")
+    with pytest.raises(LoadTestFormatError, match=rf"{re.escape(str(path))}: {tool} layout.* has no key {key!r}"):
+        read_runs(path)
 
 
 @needs_shared

@@ -48,6 +48,19 @@ def test_a_different_prompt_mix_is_flagged():
     assert flags[0].values["input_tokens_difference"] == pytest.approx(-0.5)
 
 
+@pytest.mark.parametrize(("production_input", "production_output", "flagged"), [
+    (400.0, 100.0, False),  # input 500 / 400 - 1 = +25 % exactly: not more than 25 % apart
+    (390.0, 100.0, True),   # +28.2 %
+    (500.0, 80.0, False),   # output 100 / 80 - 1 = +25 % exactly
+    (500.0, 140.0, True),   # output 100 / 140 - 1 = -28.6 %
+    (500.0, 125.0, False),  # output 100 / 125 - 1 = -20 %
+])
+def test_the_token_mix_flag_is_more_than_25_percent_either_way(production_input, production_output, flagged):
+    flags = run_flags(_run(), production_input_tokens_mean=production_input,
+                      production_output_tokens_mean=production_output)
+    assert ("token_mix" in [f.name for f in flags]) is flagged
+
+
 def test_mean_latency_falls_back_to_ttft_plus_tpot():
     assert mean_latency_ms(None, 100.0, 10.0, 101.0) == pytest.approx(1100.0)
     assert mean_latency_ms(None, None, 10.0, 101.0) is None

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from capplan.config import parse_config
 from capplan.db import connect
 from capplan.history.record import pool_rows
+from capplan.plan.assumptions import pool_assumptions
 from capplan.loadtest.store import import_file
 from capplan.plan.fleet import fleet_for
 from capplan.plan.pool_plan import choose_pool_gpu, fleet_plan, plan_pool
@@ -161,3 +162,15 @@ def test_a_load_test_at_another_mix_is_calibrated_to_the_pools_mix(cfg, measured
     ratio = (2500.0 / 3) / at[2000.0].gpu_output_tokens_per_s
     assert plan.spec.gpu_output_tokens_per_s == pytest.approx(at[800.0].gpu_output_tokens_per_s * ratio)
     assert plan.throughput.details["calibration_ratio"] == pytest.approx(ratio)
+    modelled = plan_pool(cfg, pool, flat_forecast("2026-12-01", 48, 8.0), MONTHS, measured)
+    assert modelled.throughput_source == "modelled"
+    assert modelled.spec.gpu_output_tokens_per_s == pytest.approx(at[800.0].gpu_output_tokens_per_s)
+    # the calibrated rate is the modelled one x ratio (< 1: the sweep measured less than the model says), so the
+    # GPUs the throughput needs grow by 1 / ratio and the pool gets more GPUs
+    assert ratio < 1
+    assert plan.sized.first_p50.gpus_for_decode == pytest.approx(
+        modelled.sized.first_p50.gpus_for_decode / ratio, rel=1e-9)
+    assert plan.sized.first_p50.total_gpus > modelled.sized.first_p50.total_gpus
+    rows = pool_assumptions(cfg, plan)  # the assumptions table names the file and its flag
+    assert rows["throughput per GPU"][2] == "calibrated"
+    assert "sweep-" in rows["throughput load test"][0] and rows["throughput load-test flags"][0] == "token_mix"
