@@ -220,6 +220,8 @@ def summary(inputs: ReportInputs) -> dict:
     pools = []
     for p, row in zip(inputs.pools, pool_table(inputs.pools).to_dict(orient="records")):
         pools.append({**row, "months": records(head[head["pool"] == p.name]),
+                      # the first month's P50 design peak that gpus_throughput / gpus_memory are sized at [requests/s]
+                      "design_peak_qps": float(p.sized.months["qps_p50"].iloc[0]),
                       "reserved_gpus": int(p.costs["P50"].reserved_gpus),
                       "candidates": p.choice.rows() if p.choice is not None else None})
     return {"month": inputs.months[0], "pools": pools, "totals": records(head[head["pool"] == FLEET]),

@@ -251,6 +251,10 @@ def metrics_rows(hours: int, step_s: int | None, rate_hours: int) -> dict[str, t
     step = f"{step_s // 60} min" if step_s and step_s % 60 == 0 else f"{step_s} s" if step_s else "scrape-step"
     rows = {"metrics hours in the window": (hours, "h", "measured")}
     if rate_hours < hours:
+        rows["requests per hour (metrics hours)"] = (
+            "counted when a request finishes (the engines' counters), not at its arrival as a log files it: the "
+            "hours differ from an arrival log's by the requests in flight at their boundaries (≈ λ·W), and the "
+            "forecast's busiest hour can move by more (docs/metrics.md)", "requests", "measured")
         rows["peak in flight (metrics hours)"] = (
             f"peak from {step} rate, not measured per second: requests in flight swept over the counted arrivals of "
             f"each {step} step, latencies drawn from the hour's latency histogram (median of draws)", "requests",
