@@ -44,10 +44,11 @@ class MetricsSummary:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """The roll-up tables, an empty ``requests`` (profile readers need it) and ``metrics_ledger``."""
+    """The roll-up tables, an empty ``requests`` (profile readers need it), ``metrics_ledger`` and the TTFT buckets."""
     ingest.ensure_tables(con)
     profile.ensure_tables(con)
-    for name in ("ddl_metrics_ledger", "ddl_metrics_ledger_add_step", "ddl_metrics_ledger_add_errors"):
+    for name in ("ddl_metrics_ledger", "ddl_metrics_ledger_add_step", "ddl_metrics_ledger_add_errors",
+                 "ddl_metrics_ttft_buckets"):
         con.execute(sql.load(name))
 
 
@@ -154,6 +155,7 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
     traffic = _traffic(models, hours, source.step_s, requests, input_tokens, output_tokens, sums, errors,
                        source.flavour in REQUESTS_INCLUDE_ERRORS)
     return {"traffic": traffic, "histogram": _histograms(models, hours, source.step_s, buckets),
+            "ttft_buckets": _ttft_buckets(hours, source.step_s, buckets["ttft_hist"]),
             "concurrency": _concurrency(running, source, start_s, hours, requests, buckets["latency_hist"],
                                         sums["latency_hist"])}
 
@@ -208,6 +210,14 @@ def _histograms(models, hours, step_s, buckets) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["hour_utc", "model", "metric", "bin", "count"])
     total = frame.groupby(["hour_utc", "metric", "bin"], as_index=False)["count"].sum().assign(model=ALL)
     return pd.concat([frame, total[frame.columns]], ignore_index=True).astype({"bin": "int16", "count": "int64"})
+
+
+def _ttft_buckets(hours, step_s, buckets: dict) -> pd.DataFrame:
+    """Per hour, model and ``le``: requests with TTFT ``<= le`` (``metrics_ttft_buckets_hourly``; s -> ms)."""
+    rows = [(hour, model, le * 1000.0, int(c))  # s -> ms
+            for (model, le), steps in buckets.items()
+            for hour, c in zip(hours, np.rint(per_hour(steps, step_s)).astype(np.int64).tolist())]
+    return pd.DataFrame(rows, columns=["hour_utc", "model", "le_ms", "requests"])
 
 
 def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: int, hours, requests: dict,
@@ -285,7 +295,8 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
                 step_s: int | None = None, errors_measured: bool = False) -> None:
     """Replace the hours' rows in the roll-ups and record them in the ledger under ``source``: one transaction.
 
-    ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``.
+    ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``,
+    and optionally ``ttft_buckets`` (``sql/ddl_metrics_ttft_buckets.sql``; a rate series has none).
     """
     hours = [_naive(h) for h in chunk]
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -299,10 +310,12 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
         if partitions and con.execute(sql.load("int_metrics_partition_hours"), {"hours": hours}).fetchone()[0]:
             raise MetricsError(f"partitions (capplan.partitioned) feed hours in {hours[0]} .. {hours[-1]} UTC; "
                                "feed each hour from partitions or from metrics, not both")
-        for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency"):
+        for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency",
+                     "fct_metrics_delete_ttft_buckets"):
             con.execute(sql.load(name), {"hours": hours})
         for table, frame in (("fct_traffic_hourly", tables["traffic"]), ("fct_histogram_hourly", tables["histogram"]),
-                             ("fct_concurrency_hourly", tables["concurrency"])):
+                             ("fct_concurrency_hourly", tables["concurrency"]),
+                             ("metrics_ttft_buckets_hourly", tables.get("ttft_buckets", pd.DataFrame()))):
             if len(frame):
                 con.from_df(frame).insert_into(table)  # a fixed table name, never formatted into SQL
         totals = tables["traffic"][tables["traffic"]["model"] == ALL].set_index("hour_utc")["requests"]
