@@ -18,7 +18,9 @@ source names the failure counter: ``metric_names = {errors = ...}``). Hand check
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -77,7 +79,7 @@ def slos(backfilled_tsdb, prometheus_tools, spec, tmp_path_factory) -> dict:
         server.stop()
     out = _invoke(["slo", "--config", str(config), "--db", str(root / "m.duckdb")])
     assert out["not_measurable"] == []
-    return {s["name"]: s for s in out["slos"]}
+    return {"root": root, **{s["name"]: s for s in out["slos"]}}
 
 
 def test_availability_counts_exact_from_the_failure_counter(slos, traffic):
@@ -116,3 +118,14 @@ def test_the_incident_pages_within_its_first_hour(slos, spec):
     assert start <= pd.Timestamp(page["start"]) < start + pd.Timedelta(hours=1)
     assert end < pd.Timestamp(page["end"]) <= end + pd.Timedelta(hours=1)
     assert "14.4x/60m/5m" in page["rules"]
+
+
+def test_the_plan_reports_the_slo_from_metrics_hours_and_their_resolution(slos, prefect_harness):
+    root = slos["root"]
+    plan = _invoke(["plan", "--config", str(root / "capplan.toml"), "--db", str(root / "m.duckdb"),
+                    "--out", str(root / "out")])
+    report = (Path(plan["report_dir"]) / "report.md").read_text()
+    assert "is not measurable" not in report
+    assert "SLO 'availability': 168 h of the window are fed by Prometheus counters" in report
+    assert "resolution 60 min" in report and "inside (250, 500\\] ms" in report
+    assert re.search(r"llama-8b: requests measured \(2xx\) \| [\d,]+ \| requests \| measured", report)

@@ -271,12 +271,14 @@ def _metrics_hour_db():
 
 def test_metrics_hours_spread_over_their_minutes_and_ttft_interpolated_in_its_bucket():
     """Hand counts. Availability: 130 valid = 2 a minute + 1 more in the first 10 minutes; 13 bad = 1 in each of the
-    first 13 minutes. TTFT <= 300 ms inside (250, 500] ms: share = (50 + 60 · (300 − 250)/(500 − 250)) / 117 = 62/117,
+    first 13 minutes (a time-based SLO: 13 bad minutes). TTFT <= 300 ms inside (250, 500] ms: share = (50 + 60 · (300 − 250)/(500 − 250)) / 117 = 62/117,
     good = 117 · 62/117 = 62, bad = 68; the bucket's 60 successes could fall either side. At 500 ms (a bound):
     good 110. At 20 s, above the last finite bound: the +Inf bucket's 7 count slower, good 110."""
     con, hour = _metrics_hour_db()
     events = minute_events(con, SloConfig(), hour, hour + timedelta(hours=1))
     assert events["valid_events"].tolist() == [3] * 10 + [2] * 50 and events["bad_events"].tolist() == [1] * 13 + [0] * 47
+    # a time-based SLO judges the spread minutes: the 13 holding a failure are below 99 % good
+    assert minute_events(con, SloConfig(kind="time"), hour, hour + timedelta(hours=1))["bad_events"].sum() == 13
     status = slo_status(con, SloConfig(target=0.9))
     assert (status.valid_events, status.bad_events, status.resolution_min) == (130, 13, 60)
     assert status.as_of == hour + timedelta(hours=1) and "resolution 60 min" in status.notes[0]
