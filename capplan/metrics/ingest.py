@@ -22,7 +22,7 @@ from capplan.metrics.client import MetricsError, PrometheusClient, Series
 from capplan.metrics.hourly import (HOUR_S, buckets_to_bins, hourly_increases, peak_rate_per_hour, per_hour,
                                     simulated_spans)
 from capplan.profile.counting import peak_in_flight_by_model
-from capplan.metrics.presets import REQUESTS_INCLUDE_ERRORS, metric_names
+from capplan.metrics.presets import REQUESTS_INCLUDE_ERRORS, metric_names, promql_selector
 from capplan.profile.freshness import has_file_rollups, record_rollup_version
 
 ALL = "__all__"
@@ -114,17 +114,13 @@ def _chunks(hours: list[datetime], size: int) -> list[list[datetime]]:
     return out
 
 
-def _query(name: str, selector: str) -> str:
-    return f"{name}{{{selector}}}" if selector else name
-
-
 def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: dict, chunk: list[datetime]) -> dict:
     """Query every role over the chunk and build its roll-up frames."""
     start_s, n = int(chunk[0].timestamp()), len(chunk)
     end_s = start_s + n * HOUR_S  # the sample at the end closes the last interval
 
     def fetch(metric: str | None) -> list[Series]:
-        return [] if metric is None else client.query_range(_query(metric, source.selector), start_s, end_s,
+        return [] if metric is None else client.query_range(promql_selector(metric, source.selector), start_s, end_s,
                                                             source.step_s)
 
     def steps_by_model(series: list[Series], extra: str | None = None) -> dict:

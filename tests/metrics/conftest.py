@@ -1,5 +1,5 @@
 """A real Prometheus server backfilled with a generated week of vLLM-style metrics (two models, one reset), with
-failed requests counted by a gateway's counter (1 %, 30 % in a two-hour incident) and a TTFT histogram."""
+failed requests in a gateway's HTTP status counter (1 %, 30 % in a two-hour incident) and a TTFT histogram."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ LATENCY_LE = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0, 40.0)
 RESET_AT = 1000  # step index at which llama-8b's process restarts (all its counters restart from 0)
 TTFT_LE = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
 """vLLM's ``vllm:time_to_first_token_seconds`` buckets. [s]"""
-FAILURES = "gateway:request_failures_total"
-"""A counter of failed requests by model, as a gateway's HTTP status counter would export it (no engine preset
-has one for vLLM: a source names it with ``metric_names = {errors = ...}``)."""
+FAILURES = 'gateway:requests_total{code=~"5.."}'
+"""The failed requests of a gateway's HTTP status counter (``gateway:requests_total`` by ``model_name`` and ``code``:
+200 for the successes, 503 for the failures); vLLM exports no failure counter, so a source names this one with
+``metric_names = {errors = ...}``."""
 FAILURE_SHARE = 0.01  # of the requests of a step, outside the incident [fraction]
 INCIDENT = (3 * 24 + 10, 3 * 24 + 12, 0.3)  # hours 82 and 83 since START: 30 % of requests fail
 
@@ -103,10 +104,12 @@ def write_openmetrics(traffic: dict, path: Path) -> None:
     histogram("vllm:request_generation_tokens", TOKEN_LE, "output_tokens")
     histogram("vllm:e2e_request_latency_seconds", LATENCY_LE, "latency_s")
     histogram("vllm:time_to_first_token_seconds", TTFT_LE, "ttft_s")
-    lines.append(f"# TYPE {FAILURES.removesuffix('_total')} counter")
+    lines.append("# TYPE gateway:requests counter")
     for model, r in traffic.items():
-        failed = _cumulative(r["failed_step"], np.ones(r["failed_step"].size), steps, reset_of(model))
-        lines.extend(f'{FAILURES}{{model_name="{model}"}} {x:.0f} {t}' for x, t in zip(failed, ts))
+        for code, step in (("200", r["step"]), ("503", r["failed_step"])):
+            value = _cumulative(step, np.ones(step.size), steps, reset_of(model))
+            lines.extend(f'gateway:requests_total{{model_name="{model}",code="{code}"}} {x:.0f} {t}'
+                         for x, t in zip(value, ts))
     lines.append("# TYPE vllm:num_requests_running gauge")
     for model, r in traffic.items():
         running = np.concatenate([np.bincount(r["step"], minlength=steps), [0]]) * 0.01 * 60  # ~ arrivals × 0.6

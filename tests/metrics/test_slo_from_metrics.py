@@ -1,8 +1,8 @@
 """``capplan slo`` on a metrics-only database: availability and a TTFT SLI from hourly counts of a real Prometheus.
 
-The week of tests/metrics/conftest.py (two vLLM-style models, one counter reset) with failed requests counted by a
-gateway's counter (1 %, 30 % in hours 82-83) and vLLM's TTFT histogram, read with ``capplan ingest-metrics`` (the
-source names the failure counter: ``metric_names = {errors = ...}``). Hand check of the SLI arithmetic:
+The week of tests/metrics/conftest.py (two vLLM-style models, one counter reset) with failed requests in a gateway's
+HTTP status counter (1 %, 30 % in hours 82-83) and vLLM's TTFT histogram, read with ``capplan ingest-metrics``; the
+source names the failures with label matchers (``errors = 'gateway:requests_total{code=~"5.."}'``). Hand check:
 
 - availability: valid = successes + failures, bad = failures, every hour exact (counters on the hour's grid);
 - TTFT <= 500 ms (a bucket bound of vLLM's TTFT buckets): good = successes × (bucket count / observed) per hour,
@@ -37,7 +37,7 @@ flavour = "vllm"
 step_s = 300
 timeout_s = 30
 [metrics.sources.metric_names]
-errors = "{failures}"
+errors = '{failures}'
 
 [[slos]]
 name = "availability"
