@@ -120,8 +120,8 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
     end_s = start_s + n * HOUR_S  # the sample at the end closes the last interval
 
     def fetch(metric: str | None) -> list[Series]:
-        return [] if metric is None else client.query_range(promql_selector(metric, source.selector), start_s, end_s,
-                                                            source.step_s)
+        return [] if metric is None else client.query_range(promql_selector(metric, source.selector), start_s,
+                                                            end_s, source.step_s)
 
     def steps_by_model(series: list[Series], extra: str | None = None) -> dict:
         out: dict = defaultdict(lambda: np.zeros(n * HOUR_S // source.step_s))

@@ -78,7 +78,8 @@ def metric_names(flavour: str, overrides: dict[str, str] | None = None) -> dict[
 def promql_selector(name: str, selector: str) -> str:
     """The PromQL series selector of ``name`` (which may carry label matchers) with ``selector``'s matchers added.
 
-    ``promql_selector('http_requests_total{code=~"5.."}', 'job="vllm"')`` → ``http_requests_total{code=~"5..",job="vllm"}``.
+    ``promql_selector('http_requests_total{code=~"5.."}', 'job="vllm"')``
+    → ``http_requests_total{code=~"5..",job="vllm"}``.
     """
     base, _, inner = name.partition("{")
     matchers = ",".join(m for m in (inner.rstrip().removesuffix("}").strip(), selector.strip()) if m)

@@ -5,8 +5,8 @@ The stage reads per-minute good/valid counts on a dense UTC minute grid
 of the ``requests`` table and of stored partitions (:func:`capplan.rollups.rollup_with_partitions`):
 minutes, not hourly roll-ups, so burn-rate windows are exact. Hours fed by Prometheus counters with an
 error counter have hourly counts only; they enter spread over their minutes (resolution 1 h), and
-:attr:`SloStatus.resolution_min` and :attr:`SloStatus.notes` say so (:func:`metrics_resolution`). It applies the arithmetic of
-:mod:`capplan.slo.budget`. Its outputs are validated frames and records for the CLI and
+:attr:`SloStatus.resolution_min` and :attr:`SloStatus.notes` say so (:func:`metrics_resolution`).
+It applies the arithmetic of :mod:`capplan.slo.budget`. Its outputs are validated frames and records for the CLI and
 the monthly report:
 
 - :func:`slo_status` → :class:`SloStatus`: budget consumed and remaining at a date;
