@@ -297,5 +297,7 @@ def test_metrics_report_says_what_was_modelled_and_what_is_unknown(plans):
     assert "peak from 5 min rate, not measured per second" in metrics
     assert "peak from 5 min rate" not in logs
     assert "counted when a request finishes" in metrics and "counted when a request finishes" not in logs
+    # the daily busiest second of metrics hours is a 5-minute step's mean rate, and the report says so
+    assert "the busiest 300 s step's mean rate" in metrics and "step's mean rate" not in logs
     # vLLM exports no failure counter: errors are unknown, not 0 %
     assert "SLO 'availability' is not measurable" in metrics and "SLO 'availability' is not measurable" not in logs
