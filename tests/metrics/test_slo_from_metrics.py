@@ -129,3 +129,13 @@ def test_the_plan_reports_the_slo_from_metrics_hours_and_their_resolution(slos, 
     assert "SLO 'availability': 168 h of the window are fed by Prometheus counters" in report
     assert "resolution 60 min" in report and "inside (250, 500\\] ms" in report
     assert re.search(r"llama-8b: requests measured \(2xx\) \| [\d,]+ \| requests \| measured", report)
+
+
+def test_the_terminal_output_prints_the_notes(slos):
+    root = slos["root"]
+    result = CliRunner().invoke(app, ["slo", "--config", str(root / "capplan.toml"), "--db", str(root / "m.duckdb"),
+                                      "--name", "ttft-300"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())  # rich wraps lines
+    assert "note: 168 h of the window are fed by Prometheus counters" in text
+    assert "note: TTFT <= 300 ms is read off the TTFT histogram's buckets" in text
