@@ -366,7 +366,9 @@ class MetricsSourceConfig(_Section):
     ca_file: Path | None = Field(None, description="CA bundle to verify the server's certificate against.")
     flavour: Literal["vllm", "sglang", "tgi"] = Field("vllm", description="Engine whose metric-name preset to use.")
     metric_names: dict[str, str] = Field(
-        default_factory=dict, description="Overrides of the preset, role -> metric name (capplan.metrics.presets).")
+        default_factory=dict, description="Overrides of the preset, role -> metric name (capplan.metrics.presets); a "
+                                          "counter or gauge role may carry label matchers, e.g. "
+                                          "'http_requests_total{code=~\"5..\"}'.")
     selector: str = Field("", description="PromQL label matchers added to every query, e.g. job=\"vllm\",env=\"prod\".")
     model_label: str = Field("model_name", description="Label naming the served model.")
     pool_label: str | None = Field(None, description="Label naming the pool or zone (kept in the ledger only).")

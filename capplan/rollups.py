@@ -12,12 +12,14 @@ ingest, partitions, or both. This module only reads: it never creates or writes 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
+import numpy as np
 import pyarrow as arrow
+import pyarrow.compute as compute
 
 from capplan import sql
 from capplan.db import create_macros
@@ -40,8 +42,13 @@ _STORED_ROWS_SQL = {"int_plan_request_mix_hourly": "int_rollups_stored_request_m
 _METRICS_ROWS_SQL = {"int_plan_request_mix_hourly": "int_rollups_metrics_request_mix_hourly",
                      "int_plan_kv_tokens_hourly": "int_rollups_metrics_kv_tokens_hourly"}
 """Roll-up query -> the SQL giving the hours fed by metrics (``metrics_ledger``, :mod:`capplan.metrics`) in its
-columns. The SLO's per-minute counts and the drift's daily histograms have none: metrics hold no
-per-minute status counts and no per-request token sums (docs/metrics.md)."""
+columns. The SLO's per-minute counts get the hours with an error counter spread over their minutes
+(:func:`metrics_slo_hours`, :func:`spread_over_minutes`); the drift's daily histograms get none: metrics hold no
+per-request token sums (docs/metrics.md)."""
+_METRICS_SLO_TABLES = ("metrics_ledger", "metrics_ttft_buckets_hourly")
+"""What :func:`metrics_slo_hours` reads besides the ``fct_*`` roll-ups (a database whose metrics were ingested
+before the TTFT buckets were kept gets the table at its next ``ingest-metrics``)."""
+MINUTES_PER_HOUR = 60
 NO_TTFT_THRESHOLD_MS = float("inf")
 """The SLO roll-up's threshold for an SLO without a TTFT threshold: every 2xx is good. [ms]"""
 
@@ -69,11 +76,49 @@ def rollup_with_partitions(con: duckdb.DuckDBPyConnection, query: str, params: M
             extra.append(cur.sql(sql.load(_STORED_ROWS_SQL[query])).to_arrow_table())
         if query in _METRICS_ROWS_SQL and _has_table(cur, "metrics_ledger"):  # hours fed by metrics
             extra.append(cur.sql(sql.load(_METRICS_ROWS_SQL[query]), params=_metrics_params(query)).to_arrow_table())
+        if query == "int_slo_minute_rollup" and (hours := metrics_slo_hours(cur, params["ttft_thresholds_ms"])):
+            extra.append(spread_over_minutes(hours))
     return arrow.concat_tables([rows, *(part.cast(rows.schema) for part in extra)])
 
 
 def _metrics_params(query: str) -> dict:
     return {"gamma": HISTOGRAM_GAMMA} if query == "int_plan_kv_tokens_hourly" else {}
+
+
+def metrics_slo_hours(con: duckdb.DuckDBPyConnection, ttft_thresholds_ms: Sequence[float]) -> arrow.Table | None:
+    """The SLO's events of the hours fed by metrics with an error counter, per hour, model and TTFT threshold.
+
+    ``sql/int_rollups_metrics_slo_hourly.sql``: ``valid``, ``bad``, ``successes`` [requests] and the TTFT bucket
+    ``(lo_ms, le_ms]`` holding the threshold with the successes it splits (``in_bucket``). ``None`` when the
+    database has no metrics tables; an empty table when no hour has an error counter.
+    """
+    if not all(_has_table(con, t) for t in _METRICS_SLO_TABLES):
+        return None
+    return con.sql(sql.load("int_rollups_metrics_slo_hourly"),
+                   params={"ttft_thresholds_ms": list(ttft_thresholds_ms)}).to_arrow_table()
+
+
+def spread_over_minutes(hours: arrow.Table) -> arrow.Table:
+    """Hourly SLO events as whole per-minute events, in the columns of ``sql/int_slo_minute_rollup.sql``.
+
+    Each hour's ``n`` valid (and bad) events give ``n // 60`` to every minute and one more to the first
+    ``n % 60``: the hour's totals are exact, a minute never holds more bad than valid events, and a
+    window of whole hours sees the hour's counts (resolution 1 h). Client errors: 0 (a counter cannot
+    tell them apart).
+    """
+    minute = np.tile(np.arange(MINUTES_PER_HOUR), hours.num_rows)
+
+    def per_minute(column: str) -> np.ndarray:
+        n = np.repeat(hours[column].to_numpy(), MINUTES_PER_HOUR)
+        return n // MINUTES_PER_HOUR + (minute < n % MINUTES_PER_HOUR)
+
+    start = np.repeat(hours["hour_utc"].to_numpy().astype("datetime64[us]"), MINUTES_PER_HOUR)
+    valid = per_minute("valid")
+    return arrow.table({"minute_utc": start + minute.astype("timedelta64[m]"),
+                        "model": np.repeat(hours["model"].to_numpy(zero_copy_only=False), MINUTES_PER_HOUR),
+                        "ttft_threshold_ms": np.repeat(hours["ttft_threshold_ms"].to_numpy(), MINUTES_PER_HOUR),
+                        "requests": valid, "client_errors": np.zeros(valid.size, dtype=np.int64),
+                        "good": valid - per_minute("bad")})
 
 
 @contextmanager
@@ -107,6 +152,20 @@ def partition_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> 
     if not _has_table(con, PLAN_INPUTS["int_slo_minute_rollup"]):
         return None, None
     return con.execute(sql.load("int_rollups_partition_minute_span"), {"model": model}).fetchone()
+
+
+def metrics_minute_span(con: duckdb.DuckDBPyConnection, model: str | None) -> tuple[datetime | None, datetime | None]:
+    """First and last minute of the hours fed by metrics with an error counter (of ``model``, or all) (UTC).
+
+    ``(None, None)`` without such hours (:func:`metrics_slo_hours`).
+    """
+    hours = metrics_slo_hours(con, [NO_TTFT_THRESHOLD_MS])
+    if hours is not None and model is not None:
+        hours = hours.filter(compute.equal(hours["model"], model))
+    if not hours:
+        return None, None
+    first, last = (x.as_py() for x in compute.min_max(hours["hour_utc"]).values())
+    return first, last + timedelta(minutes=MINUTES_PER_HOUR - 1)
 
 
 def partition_ttft_thresholds_ms(con: duckdb.DuckDBPyConnection) -> list[float]:

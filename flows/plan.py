@@ -64,6 +64,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     plans = size_pools(config, pools, demands, months, measured, load_tests)
     fleet = cost_fleet(plans, config)
     slos = check_slos(config)
+    notes += [f"SLO {ev.status.name!r}: {n}" for ev in slos for n in ev.status.notes]  # metrics hours' resolution
     drift = find_drift(config)
     earlier = compare_earlier_plans(config, pools, months)
     table = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.table().items()}

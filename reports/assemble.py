@@ -147,7 +147,7 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
                         lambda p: (recent(p), p.forecast))),
         Chart("peak-to-average", "Daily peak-to-average",
               "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
-              "the mean.", charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
+              "the mean." + _step_peak_caption(plans), charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
         Chart("token-distributions", "Token lengths and their drift", token_caption,
               charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
         Chart("fleet-gpus-by-month", "Fleet GPUs by month",
@@ -181,6 +181,16 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
                          f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes.",
                          charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
     return out
+
+
+def _step_peak_caption(plans) -> str:
+    """What the daily peak means where metrics fed hours: the busiest step's mean rate, not a measured second."""
+    steps = sorted({p.measured.metrics_step_s for p in plans if p.measured.metrics_step_s})
+    if not steps:
+        return ""
+    return (f" In hours fed by metrics the busiest second is the busiest {', '.join(f'{s} s' for s in steps)} step's "
+            "mean rate (modelled: peak from a step rate, not measured per second), lower than a logged one; the plan "
+            "sizes on requests in flight, not on this peak.")
 
 
 def _summary_gpu(types: list[str]) -> str:
@@ -220,6 +230,8 @@ def summary(inputs: ReportInputs) -> dict:
     pools = []
     for p, row in zip(inputs.pools, pool_table(inputs.pools).to_dict(orient="records")):
         pools.append({**row, "months": records(head[head["pool"] == p.name]),
+                      # the first month's P50 design peak that gpus_throughput / gpus_memory are sized at [requests/s]
+                      "design_peak_qps": float(p.sized.months["qps_p50"].iloc[0]),
                       "reserved_gpus": int(p.costs["P50"].reserved_gpus),
                       "candidates": p.choice.rows() if p.choice is not None else None})
     return {"month": inputs.months[0], "pools": pools, "totals": records(head[head["pool"] == FLEET]),

@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 
 import pandas as pd
+import pyarrow as arrow
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from capplan.db import connect
 from capplan.metrics.ingest import ensure_tables, store_hours
 from capplan.profile.bins import HISTOGRAM_GAMMA
-from capplan.rollups import rollup_with_partitions
+from capplan.rollups import rollup_with_partitions, spread_over_minutes
 
 HOUR = datetime(2026, 10, 5, 6)
 
@@ -74,3 +77,17 @@ def test_an_hour_is_fed_by_metrics_or_by_partitions_never_both(metrics_db):
              "histogram": pd.DataFrame(), "concurrency": pd.DataFrame()}
     with pytest.raises(MetricsError, match="partitions .* feed hours"):
         store_hours(metrics_db, "prom", [later], empty)
+
+
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), min_size=1, max_size=5))
+def test_spread_over_minutes_keeps_each_hours_totals_and_bad_within_valid(hours):
+    """Whole events per minute: an hour's 60 minutes add up to its valid and bad counts, never more bad than valid."""
+    valid = [max(v, b) for v, b in hours]
+    bad = [min(v, b) for v, b in hours]
+    table = arrow.table({"hour_utc": [datetime(2026, 10, 5, h) for h in range(len(hours))], "model": ["m"] * len(hours),
+                         "ttft_threshold_ms": [float("inf")] * len(hours), "valid": valid, "bad": bad})
+    minutes = spread_over_minutes(table).to_pandas()
+    per_hour = minutes.assign(bad=minutes["requests"] - minutes["good"]).groupby(
+        minutes["minute_utc"].dt.floor("h"))[["requests", "bad"]].sum()
+    assert per_hour["requests"].tolist() == valid and per_hour["bad"].tolist() == bad
+    assert (minutes["good"] >= 0).all() and len(minutes) == 60 * len(hours)

@@ -85,6 +85,8 @@ def register(app: typer.Typer) -> None:
                 f"{r['as_of']:%Y-%m-%d %H:%M} UTC): SLI {r['sli']:.4%}, budget consumed "
                 f"{r['budget_consumed_fraction']:.1%}, remaining {r['budget_remaining_fraction']:.1%} "
                 f"(budget = {r['error_budget_minutes']:.1f} min of full outage)", highlight=False)
+            for note in r["notes"]:  # metrics hours: their resolution, an interpolated TTFT threshold
+                console.print(f"  note: {note}", highlight=False)
             episodes = r["episodes"]
             counts = {sev: sum(e["severity"] == sev for e in episodes) for sev in ("page", "ticket")}
             console.print(f"alert episodes over the history: {counts['page']} pages, {counts['ticket']} tickets"

@@ -71,9 +71,9 @@ def defaulted_columns(con: duckdb.DuckDBPyConnection) -> dict[str, DefaultedColu
     """Columns some loaded file lacked, by name (``sql/rpt_ingest_defaulted_columns.sql``); ``{}`` without a ledger.
 
     Requests of hours fed by metrics (``metrics_ledger``, ``sql/rpt_metrics_request_coverage.sql``) count as
-    loaded without ``status`` (a counter has no per-request status: the SLO stage's per-minute SLIs cannot
-    see them, and without an error counter their errors are unknown), and those of rate series also
-    without ``ttft_ms`` and ``latency_ms``.
+    loaded without ``status`` when no error counter fed their hour (their errors are unknown; with one, the
+    SLO stage counts the hour's good and valid requests), without ``ttft_ms`` when their hour has no TTFT
+    histogram, and those of rate series also without ``latency_ms``.
     """
     def exists(table: str) -> bool:
         return bool(con.execute(sql.load("rpt_cli_table_exists"), {"table_name": table}).fetchall()[0][0])
@@ -83,9 +83,9 @@ def defaulted_columns(con: duckdb.DuckDBPyConnection) -> dict[str, DefaultedColu
     loaded = int(rows[0][2]) if rows else (int(con.execute(sql.load("rpt_ingest_rows_loaded")).fetchone()[0])
                                            if exists("ingest_ledger") else 0)
     if exists("metrics_ledger"):
-        metrics, rates = (int(x) for x in con.execute(sql.load("rpt_metrics_request_coverage")).fetchone())
+        metrics, status, ttft, rates = (int(x) for x in con.execute(sql.load("rpt_metrics_request_coverage")).fetchone())
         loaded += metrics
-        for column, unknown in (("status", metrics), ("ttft_ms", rates), ("latency_ms", rates)):
+        for column, unknown in (("status", status), ("ttft_ms", ttft), ("latency_ms", rates)):
             if unknown:
                 found.setdefault(column, [0, 0])[0] += unknown
     return {c: DefaultedColumn(c, d, loaded) for c, (d, _) in found.items()}

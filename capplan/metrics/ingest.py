@@ -22,7 +22,7 @@ from capplan.metrics.client import MetricsError, PrometheusClient, Series
 from capplan.metrics.hourly import (HOUR_S, buckets_to_bins, hourly_increases, peak_rate_per_hour, per_hour,
                                     simulated_spans)
 from capplan.profile.counting import peak_in_flight_by_model
-from capplan.metrics.presets import REQUESTS_INCLUDE_ERRORS, metric_names
+from capplan.metrics.presets import REQUESTS_INCLUDE_ERRORS, metric_names, promql_selector
 from capplan.profile.freshness import has_file_rollups, record_rollup_version
 
 ALL = "__all__"
@@ -44,10 +44,11 @@ class MetricsSummary:
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """The roll-up tables, an empty ``requests`` (profile readers need it) and ``metrics_ledger``."""
+    """The roll-up tables, an empty ``requests`` (profile readers need it), ``metrics_ledger`` and the TTFT buckets."""
     ingest.ensure_tables(con)
     profile.ensure_tables(con)
-    for name in ("ddl_metrics_ledger", "ddl_metrics_ledger_add_step", "ddl_metrics_ledger_add_errors"):
+    for name in ("ddl_metrics_ledger", "ddl_metrics_ledger_add_step", "ddl_metrics_ledger_add_errors",
+                 "ddl_metrics_ttft_buckets"):
         con.execute(sql.load(name))
 
 
@@ -113,18 +114,14 @@ def _chunks(hours: list[datetime], size: int) -> list[list[datetime]]:
     return out
 
 
-def _query(name: str, selector: str) -> str:
-    return f"{name}{{{selector}}}" if selector else name
-
-
 def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: dict, chunk: list[datetime]) -> dict:
     """Query every role over the chunk and build its roll-up frames."""
     start_s, n = int(chunk[0].timestamp()), len(chunk)
     end_s = start_s + n * HOUR_S  # the sample at the end closes the last interval
 
     def fetch(metric: str | None) -> list[Series]:
-        return [] if metric is None else client.query_range(_query(metric, source.selector), start_s, end_s,
-                                                            source.step_s)
+        return [] if metric is None else client.query_range(promql_selector(metric, source.selector), start_s,
+                                                            end_s, source.step_s)
 
     def steps_by_model(series: list[Series], extra: str | None = None) -> dict:
         out: dict = defaultdict(lambda: np.zeros(n * HOUR_S // source.step_s))
@@ -154,6 +151,7 @@ def _fetch_chunk(client: PrometheusClient, source: MetricsSourceConfig, names: d
     traffic = _traffic(models, hours, source.step_s, requests, input_tokens, output_tokens, sums, errors,
                        source.flavour in REQUESTS_INCLUDE_ERRORS)
     return {"traffic": traffic, "histogram": _histograms(models, hours, source.step_s, buckets),
+            "ttft_buckets": _ttft_buckets(hours, source.step_s, buckets["ttft_hist"]),
             "concurrency": _concurrency(running, source, start_s, hours, requests, buckets["latency_hist"],
                                         sums["latency_hist"])}
 
@@ -208,6 +206,14 @@ def _histograms(models, hours, step_s, buckets) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["hour_utc", "model", "metric", "bin", "count"])
     total = frame.groupby(["hour_utc", "metric", "bin"], as_index=False)["count"].sum().assign(model=ALL)
     return pd.concat([frame, total[frame.columns]], ignore_index=True).astype({"bin": "int16", "count": "int64"})
+
+
+def _ttft_buckets(hours, step_s, buckets: dict) -> pd.DataFrame:
+    """Per hour, model and ``le``: requests with TTFT ``<= le`` (``metrics_ttft_buckets_hourly``; s -> ms)."""
+    rows = [(hour, model, le * 1000.0, int(c))  # s -> ms
+            for (model, le), steps in buckets.items()
+            for hour, c in zip(hours, np.rint(per_hour(steps, step_s)).astype(np.int64).tolist())]
+    return pd.DataFrame(rows, columns=["hour_utc", "model", "le_ms", "requests"])
 
 
 def _concurrency(running: list[Series], source: MetricsSourceConfig, start_s: int, hours, requests: dict,
@@ -285,7 +291,8 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
                 step_s: int | None = None, errors_measured: bool = False) -> None:
     """Replace the hours' rows in the roll-ups and record them in the ledger under ``source``: one transaction.
 
-    ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``.
+    ``tables``: ``traffic``, ``histogram`` and ``concurrency`` frames in the columns of ``sql/ddl_profile.sql``,
+    and optionally ``ttft_buckets`` (``sql/ddl_metrics_ttft_buckets.sql``; a rate series has none).
     """
     hours = [_naive(h) for h in chunk]
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -299,10 +306,12 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
         if partitions and con.execute(sql.load("int_metrics_partition_hours"), {"hours": hours}).fetchone()[0]:
             raise MetricsError(f"partitions (capplan.partitioned) feed hours in {hours[0]} .. {hours[-1]} UTC; "
                                "feed each hour from partitions or from metrics, not both")
-        for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency"):
+        for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency",
+                     "fct_metrics_delete_ttft_buckets"):
             con.execute(sql.load(name), {"hours": hours})
         for table, frame in (("fct_traffic_hourly", tables["traffic"]), ("fct_histogram_hourly", tables["histogram"]),
-                             ("fct_concurrency_hourly", tables["concurrency"])):
+                             ("fct_concurrency_hourly", tables["concurrency"]),
+                             ("metrics_ttft_buckets_hourly", tables.get("ttft_buckets", pd.DataFrame()))):
             if len(frame):
                 con.from_df(frame).insert_into(table)  # a fixed table name, never formatted into SQL
         totals = tables["traffic"][tables["traffic"]["model"] == ALL].set_index("hour_utc")["requests"]

@@ -6,7 +6,8 @@ engine has none: errors are then unknown, and the SLO stage says error-rate SLIs
 tokens; ``None`` where the engine has none and the token histogram's ``_sum`` stands in),
 ``input_tokens_hist`` / ``output_tokens_hist`` / ``ttft_hist`` / ``tpot_hist`` / ``latency_hist``
 (histogram base names: ``_bucket``, ``_sum`` and ``_count`` are appended) and ``running`` (a gauge of
-requests in flight). Times are in seconds in every engine.
+requests in flight). Times are in seconds in every engine. An override of a counter or gauge role may
+carry label matchers (:data:`SERIES_ROLES`).
 
 Sources (checked December 2026):
 - vLLM: the names listed in issue 23 (vLLM's "Production Metrics" page, ``vllm:`` prefix).
@@ -45,6 +46,11 @@ PRESETS: dict[str, dict[str, str | None]] = {
 }
 """Flavour -> role -> metric name (``None``: the engine does not export it)."""
 
+SERIES_ROLES = ("requests", "errors", "input_tokens", "output_tokens", "running")
+"""Roles naming one metric whose name may carry label matchers, e.g. an HTTP status counter's failures
+``http_requests_total{code=~"5.."}`` or vLLM's ``vllm:request_success_total{finished_reason="abort"}``; the
+histogram roles are base names (``_bucket``, ``_sum`` and ``_count`` are appended) and may not."""
+
 REQUESTS_INCLUDE_ERRORS = frozenset({"sglang"})
 """Flavours whose ``requests`` counter counts failed requests too (the others count successes only)."""
 
@@ -62,4 +68,19 @@ def metric_names(flavour: str, overrides: dict[str, str] | None = None) -> dict[
     bad = sorted(set(overrides or {}) - set(ROLES))
     if bad:
         raise ValueError(f"unknown metric role(s) {bad} in metric_names; valid: {list(ROLES)}")
+    matched = sorted(r for r, name in (overrides or {}).items() if "{" in name and r not in SERIES_ROLES)
+    if matched:
+        raise ValueError(f"metric_names {matched}: a histogram role takes a base name without label matchers "
+                         f"(matchers are allowed in {list(SERIES_ROLES)})")
     return {**PRESETS[flavour], **(overrides or {})}
+
+
+def promql_selector(name: str, selector: str) -> str:
+    """The PromQL series selector of ``name`` (which may carry label matchers) with ``selector``'s matchers added.
+
+    ``promql_selector('http_requests_total{code=~"5.."}', 'job="vllm"')``
+    → ``http_requests_total{code=~"5..",job="vllm"}``.
+    """
+    base, _, inner = name.partition("{")
+    matchers = ",".join(m for m in (inner.rstrip().removesuffix("}").strip(), selector.strip()) if m)
+    return f"{base.strip()}{{{matchers}}}" if matchers else base.strip()

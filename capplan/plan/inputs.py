@@ -78,6 +78,8 @@ class MeasuredInputs:
     defaulted: dict = field(default_factory=dict)
     # hours fed by metrics: how their peak and KV tokens were derived (metrics_rows), name -> (value, unit, source)
     derived: dict[str, tuple[Any, str, str]] = field(default_factory=dict)
+    # the finest interval of the metrics hours' counts: their "busiest second" is that interval's mean rate [s]
+    metrics_step_s: int | None = None
 
     def sourced(self) -> dict[str, tuple[Any, str, str]]:
         """Assumptions-table rows that are not measured (:func:`capplan.plan.unlogged.sourced_rows`)."""
@@ -232,7 +234,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         kv_tokens_quantile=cfg.report.kv_tokens_quantile,
         input_tokens_histogram=histograms["input_tokens"], output_tokens_histogram=histograms["output_tokens"],
         sources=sources, notes=notes, defaulted=defaulted_columns(con),  # s7-honest
-        derived=metrics_rows(*metrics) if metrics else {})
+        derived=metrics_rows(*metrics) if metrics else {}, metrics_step_s=metrics[1] if metrics else None)
 
 
 def metrics_hours(cur: duckdb.DuckDBPyConnection, window_days: int) -> tuple[int, int | None, int] | None:
@@ -250,8 +252,16 @@ def metrics_hours(cur: duckdb.DuckDBPyConnection, window_days: int) -> tuple[int
 def metrics_rows(hours: int, step_s: int | None, rate_hours: int) -> dict[str, tuple[Any, str, str]]:
     """Assumptions-table rows saying how the peak and the KV tokens of metrics hours were derived (docs/metrics.md)."""
     step = f"{step_s // 60} min" if step_s and step_s % 60 == 0 else f"{step_s} s" if step_s else "scrape-step"
-    rows = {"metrics hours in the window": (hours, "h", "measured")}
+    rows = {"metrics hours in the window": (hours, "h", "measured"),
+            "busiest second (metrics hours)": (
+                f"peak from {step} rate, not measured per second: the busiest {step} step's mean rate, lower than a "
+                "logged busiest second (a quarter of it in docs/metrics.md's proof); shown in the daily "
+                "peak-to-average chart and capplan profile, not used for sizing", "requests/s", "modelled")}
     if rate_hours < hours:
+        rows["requests per hour (metrics hours)"] = (
+            "counted when a request finishes (the engines' counters), not at its arrival as a log files it: the "
+            "hours differ from an arrival log's by the requests in flight at their boundaries (≈ λ·W), and the "
+            "forecast's busiest hour can move by more (docs/metrics.md)", "requests", "measured")
         rows["peak in flight (metrics hours)"] = (
             f"peak from {step} rate, not measured per second: requests in flight swept over the counted arrivals of "
             f"each {step} step, latencies drawn from the hour's latency histogram (median of draws)", "requests",

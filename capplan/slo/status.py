@@ -3,8 +3,10 @@
 The stage reads per-minute good/valid counts on a dense UTC minute grid
 (``sql/int_slo_minute_counts.sql``) from a per-minute roll-up (``sql/int_slo_minute_rollup.sql``)
 of the ``requests`` table and of stored partitions (:func:`capplan.rollups.rollup_with_partitions`):
-minutes, not hourly roll-ups, so burn-rate windows are exact. It applies the arithmetic of
-:mod:`capplan.slo.budget`. Its outputs are validated frames and records for the CLI and
+minutes, not hourly roll-ups, so burn-rate windows are exact. Hours fed by Prometheus counters with an
+error counter have hourly counts only; they enter spread over their minutes (resolution 1 h), and
+:attr:`SloStatus.resolution_min` and :attr:`SloStatus.notes` say so (:func:`metrics_resolution`).
+It applies the arithmetic of :mod:`capplan.slo.budget`. Its outputs are validated frames and records for the CLI and
 the monthly report:
 
 - :func:`slo_status` → :class:`SloStatus`: budget consumed and remaining at a date;
@@ -39,7 +41,10 @@ from pandera.typing.pandas import DataFrame, Series
 from capplan import sql
 from capplan.config import SloConfig
 from capplan.rollups import (
+    MINUTES_PER_HOUR,
     NO_TTFT_THRESHOLD_MS,
+    metrics_minute_span,
+    metrics_slo_hours,
     partition_minute_span,
     partition_ttft_thresholds_ms,
     rollup_views,
@@ -131,6 +136,11 @@ class SloStatus:
         Spent and left; they add up to 1 (remaining < 0 once the SLO is missed). [fraction]
     burn_rate : float
         Burn rate over the whole window. [ratio]
+    resolution_min : int
+        The coarsest interval whose counts the window's events come from: 1 for logged requests, 60 when hours
+        fed by Prometheus counters are in the window (their events are spread over the hour's minutes). [min]
+    notes : tuple of str
+        What the SLI rests on besides per-request rows: metrics hours, a TTFT threshold interpolated in a bucket.
     """
 
     name: str
@@ -147,10 +157,12 @@ class SloStatus:
     budget_consumed_fraction: float
     budget_remaining_fraction: float
     burn_rate: float
+    resolution_min: int = 1
+    notes: tuple[str, ...] = ()
 
     def to_record(self) -> dict[str, object]:
         """The status as a plain dict (for JSON and report tables)."""
-        return asdict(self)
+        return {**asdict(self), "notes": list(self.notes)}
 
 
 def rules_from_config(slo: SloConfig) -> tuple[BurnRateRule, ...]:
@@ -204,14 +216,15 @@ def _minute_rollup(con: duckdb.DuckDBPyConnection, slo: SloConfig, bounds: dict)
 def _request_span(con: duckdb.DuckDBPyConnection, slo: SloConfig) -> tuple[datetime, datetime]:
     """First minute with a request and the minute after the last one (UTC) for the SLO's model.
 
-    Over ``requests`` and the stored partitions: two min/max look-ups, not a per-minute roll-up.
+    Over ``requests``, the stored partitions and the hours fed by metrics with an error counter: min/max
+    look-ups, not a per-minute roll-up.
     """
     first, last = con.execute(sql.load("int_slo_request_span"), {"model": slo.model}).fetchone()
     spans = [(pd.Timestamp(first).floor("min").to_pydatetime(), pd.Timestamp(last).floor("min").to_pydatetime())
              ] if last is not None else []
-    part_first, part_last = partition_minute_span(con, slo.model)
-    if part_last is not None:
-        spans.append((part_first, part_last))
+    for span_first, span_last in (partition_minute_span(con, slo.model), metrics_minute_span(con, slo.model)):
+        if span_last is not None:
+            spans.append((pd.Timestamp(span_first).to_pydatetime(), pd.Timestamp(span_last).to_pydatetime()))
     if not spans:
         raise ValueError(f"SLO {slo.name!r}: no requests" + (f" for model {slo.model!r}" if slo.model else ""))
     return min(a for a, _ in spans), max(b for _, b in spans) + timedelta(minutes=1)
@@ -231,6 +244,7 @@ def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime |
     events = minute_events(con, slo, max(start, first), as_of)
     valid, bad = float(events["valid_events"].sum()), float(events["bad_events"].sum())
     consumed = float(budget_consumed_fraction(bad, valid, slo.target))
+    resolution_min, notes = metrics_resolution(con, slo, max(start, first), as_of)
     return SloStatus(
         name=slo.name, kind=slo.kind, target=slo.target, window_days=slo.window_days,
         window_start=start, as_of=as_of, valid_events=valid, bad_events=bad,
@@ -239,7 +253,50 @@ def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime |
         error_budget_minutes=error_budget_minutes(slo.window_days, slo.target),
         budget_consumed_fraction=consumed, budget_remaining_fraction=1.0 - consumed,
         burn_rate=float(windowed_burn_rate([bad], [valid], 1, slo.target)[0]),
+        resolution_min=resolution_min, notes=notes,
     )
+
+
+def metrics_resolution(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: datetime,
+                       end: datetime) -> tuple[int, tuple[str, ...]]:
+    """The resolution of the SLO's events in ``[start, end)`` and what the hours fed by metrics rest on. [min]
+
+    Hours fed by Prometheus counters with an error counter (:func:`capplan.rollups.metrics_slo_hours`) have
+    hourly counts spread evenly over their minutes: a burn-rate window shorter than an hour sees the hour's
+    mean rate, so such rules are named. With a TTFT threshold, the good share is read off the TTFT
+    histogram's buckets; a threshold inside a bucket is interpolated and the successes it splits are counted.
+    ``(1, ())`` when the window holds no such hour.
+    """
+    hours = metrics_slo_hours(con, [_threshold_ms(slo)])
+    frame = pd.DataFrame() if hours is None else hours.to_pandas()
+    if len(frame):
+        inside = (frame["hour_utc"] >= pd.Timestamp(start).floor("h")) & (frame["hour_utc"] < pd.Timestamp(end))
+        frame = frame[inside & ((frame["model"] == slo.model) if slo.model else True)]
+    if frame.empty:
+        return 1, ()
+    short = [f"{r.burn_rate_threshold:g}x/{r.long_window_min}m/{r.short_window_min}m"
+             for r in rules_from_config(slo) if r.short_window_min < MINUTES_PER_HOUR]
+    notes = [f"{len(frame['hour_utc'].unique())} h of the window are fed by Prometheus counters: hourly counts, spread "
+             f"evenly over each hour's minutes (resolution {MINUTES_PER_HOUR} min), so a burn-rate window shorter than "
+             "an hour sees the hour's mean rate and an alert's start and end are known to the hour"
+             + (f" (short windows of {', '.join(short)})" if short else "")
+             + "; a counter cannot tell a client's 4xx apart: every request it counted is a valid event"]
+    if slo.ttft_threshold_ms is not None:
+        thr, successes, split = slo.ttft_threshold_ms, frame["successes"].sum(), frame["in_bucket"].sum()
+        lo, hi = frame["lo_ms"].min(), frame["le_ms"].max()
+        if frame["le_ms"].isna().all():
+            notes.append("no TTFT histogram in those hours: their successes count good (TTFT unknown), as a "
+                         "logged 2xx without TTFT does")
+        elif not np.isfinite(hi):
+            notes.append(f"TTFT <= {thr:g} ms is above the TTFT histogram's last finite bound ({lo:g} ms): the "
+                         "observations above that bound count slower (the SLI is a lower bound)")
+        elif split:
+            notes.append(f"TTFT <= {thr:g} ms is read off the TTFT histogram's buckets: it lies inside ({lo:g}, "
+                         f"{hi:g}] ms and is interpolated linearly there, so {split:,.0f} of the {successes:,.0f} "
+                         f"successes ({split / successes:.2%}) could fall either side")
+        else:
+            notes.append(f"TTFT <= {thr:g} ms is a bound of the TTFT histogram's buckets: the good share is exact")
+    return MINUTES_PER_HOUR, tuple(notes)
 
 
 @pa.check_types

@@ -1,4 +1,5 @@
-"""A real Prometheus server backfilled with a generated week of vLLM-style metrics (two models, one reset)."""
+"""A real Prometheus server backfilled with a generated week of vLLM-style metrics (two models, one reset), with
+failed requests in a gateway's HTTP status counter (1 %, 30 % in a two-hour incident) and a TTFT histogram."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ MODELS = ("llama-8b", "qwen-32b")
 TOKEN_LE = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000)  # vLLM's 1-2-5 buckets
 LATENCY_LE = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 20.0, 40.0)
 RESET_AT = 1000  # step index at which llama-8b's process restarts (all its counters restart from 0)
+TTFT_LE = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0)
+"""vLLM's ``vllm:time_to_first_token_seconds`` buckets. [s]"""
+FAILURES = 'gateway:requests_total{code=~"5.."}'
+"""The failed requests of a gateway's HTTP status counter (``gateway:requests_total`` by ``model_name`` and ``code``:
+200 for the successes, 503 for the failures); vLLM exports no failure counter, so a source names this one with
+``metric_names = {errors = ...}``."""
+FAILURE_SHARE = 0.01  # of the requests of a step, outside the incident [fraction]
+INCIDENT = (3 * 24 + 10, 3 * 24 + 12, 0.3)  # hours 82 and 83 since START: 30 % of requests fail
 
 
 def generate_traffic(seed: int = 7) -> dict:
@@ -37,6 +46,14 @@ def generate_traffic(seed: int = 7) -> dict:
         outp = np.maximum(1, rng.lognormal(5.0, 0.7, step.size)).astype(np.int64)
         latency = 0.2 + outp * 0.02
         out[model] = {"step": step, "input_tokens": inp, "output_tokens": outp, "latency_s": latency}
+    # failures and TTFT from their own stream: the successes above stay those of the earlier sessions
+    extra = np.random.default_rng([seed, 1])
+    hour = t // 3600
+    share = np.where((hour >= INCIDENT[0]) & (hour < INCIDENT[1]), INCIDENT[2], FAILURE_SHARE)
+    for model, rows in out.items():
+        n = np.bincount(rows["step"], minlength=steps)
+        rows["failed_step"] = np.repeat(np.arange(steps), extra.poisson(n * share / (1 - share)))
+        rows["ttft_s"] = (0.02 + rows["input_tokens"] * 0.0002) * extra.lognormal(0.0, 0.5, rows["step"].size)
     return out
 
 
@@ -86,6 +103,13 @@ def write_openmetrics(traffic: dict, path: Path) -> None:
     histogram("vllm:request_prompt_tokens", TOKEN_LE, "input_tokens")
     histogram("vllm:request_generation_tokens", TOKEN_LE, "output_tokens")
     histogram("vllm:e2e_request_latency_seconds", LATENCY_LE, "latency_s")
+    histogram("vllm:time_to_first_token_seconds", TTFT_LE, "ttft_s")
+    lines.append("# TYPE gateway:requests counter")
+    for model, r in traffic.items():
+        for code, step in (("200", r["step"]), ("503", r["failed_step"])):
+            value = _cumulative(step, np.ones(step.size), steps, reset_of(model))
+            lines.extend(f'gateway:requests_total{{model_name="{model}",code="{code}"}} {x:.0f} {t}'
+                         for x, t in zip(value, ts))
     lines.append("# TYPE vllm:num_requests_running gauge")
     for model, r in traffic.items():
         running = np.concatenate([np.bincount(r["step"], minlength=steps), [0]]) * 0.01 * 60  # ~ arrivals × 0.6
@@ -144,7 +168,8 @@ class PrometheusServer:
 @pytest.fixture(scope="session")
 def spec() -> SimpleNamespace:
     """The generated traffic's constants (tests cannot import conftest)."""
-    return SimpleNamespace(start=START, days=DAYS, step_s=STEP_S, models=MODELS, token_le=TOKEN_LE)
+    return SimpleNamespace(start=START, days=DAYS, step_s=STEP_S, models=MODELS, token_le=TOKEN_LE, ttft_le=TTFT_LE,
+                           failures=FAILURES, incident=INCIDENT)
 
 
 @pytest.fixture(scope="session")

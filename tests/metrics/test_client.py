@@ -111,11 +111,13 @@ def test_failure_mid_chunk_stores_no_hour_then_next_run_completes(fake, tmp_path
 @pytest.mark.parametrize("errors_metric", [None, "up"])
 def test_errors_are_measured_with_an_error_counter_and_unknown_without(fake, tmp_path, errors_metric):
     """The fake's success counter and ``up`` both rise by one per minute. With ``up`` as the error counter an hour
-    holds 60 successes + 60 failures (hand count: requests 120, errors 60); without one, errors are unknown:
-    stored 0, the ledger says so, and every request counts as lacking a status (the SLO stage's SLIs are not
-    measurable: capplan.ingest.coverage)."""
+    holds 60 successes + 60 failures (hand count: requests 120, errors 60) and the availability SLI is measured
+    from the hourly counts (60 bad of 120 valid an hour); without one, errors are unknown: stored 0, the ledger
+    says so, and every request counts as lacking a status (the SLO stage's SLIs are not measurable:
+    capplan.ingest.coverage)."""
     from capplan.ingest.coverage import defaulted_columns
     from capplan.slo.measurable import unmeasurable_reason
+    from capplan.slo.status import slo_status
     from capplan.config import SloConfig
 
     con = connect(tmp_path / "m.duckdb")
@@ -128,8 +130,14 @@ def test_errors_are_measured_with_an_error_counter_and_unknown_without(fake, tmp
         assert rows == [(120, 60, 60)] * 2 and ledger == [(True, 60)]
     else:
         assert rows == [(60, 0, 60)] * 2 and ledger == [(False, 60)]
-    status = defaulted_columns(con)["status"]
-    assert status.everywhere and status.rows_loaded == (240 if errors_metric else 120)
-    reason = unmeasurable_reason(SloConfig(name="availability", target=0.99), defaulted_columns(con))
-    assert reason is not None and "SLO 'availability' is not measurable" in reason
+    slo = SloConfig(name="availability", target=0.99)
+    reason = unmeasurable_reason(slo, defaulted_columns(con))
+    if errors_metric:
+        assert "status" not in defaulted_columns(con) and reason is None
+        status = slo_status(con, slo)
+        assert (status.valid_events, status.bad_events, status.resolution_min) == (240, 120, 60)
+    else:
+        status = defaulted_columns(con)["status"]
+        assert status.everywhere and status.rows_loaded == 120
+        assert reason is not None and "SLO 'availability' is not measurable" in reason
     con.close()

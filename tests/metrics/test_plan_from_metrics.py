@@ -1,31 +1,39 @@
 """``capplan plan`` from Prometheus metrics against ``capplan plan`` from the per-request logs of the same traffic.
 
-Four weeks of generated traffic (``capplan.sample``: two models, daily and weekly cycles, growth;
-successful requests only) are written twice: as a per-request log (Parquet, ``capplan ingest``) and as
-the vLLM counters, histograms and running gauge a Prometheus would have scraped every 5 minutes
-(``vllm:request_success_total`` ... with vLLM's own bucket bounds and one counter reset), backfilled
-into a real ``prometheus`` and read with ``capplan ingest-metrics``. Both databases are planned with the
-same config; the per-pool GPU counts (P50 and P90, every month) agree within 2 %.
+Four weeks of generated traffic (``capplan.sample`` with its defaults: two models, daily and weekly
+cycles, growth and bursts; successful requests only) are written twice: as a per-request log (Parquet,
+``capplan ingest``) and as the vLLM counters, histograms and running gauge a Prometheus would have
+scraped every 5 minutes (``vllm:request_success_total`` ... with vLLM's own bucket bounds and one
+counter reset), backfilled into a real ``prometheus`` and read with ``capplan ingest-metrics``. Both
+databases are planned with the same config.
 
-Which inputs differ, and why the plan still agrees:
+What the metrics path must give exactly, and what differs by construction (docs/metrics.md):
 
-- **Hours by completion, not arrival.** vLLM counts a request when it finishes; the logs file it
-  under its arrival. Hourly counts differ by the requests in flight at an hour boundary (≈ λ·W, a few
-  per hour: < 0.5 % of an hour's count), and the history is 672 whole hours either way.
+- **Hourly counts: exact, by completion.** vLLM counts a request when it finishes; the logs file it
+  under its arrival. The metrics hours equal the generated requests counted by completion hour,
+  every hour, the counter reset included; the two ways of counting differ by the requests in flight
+  at an hour boundary (≈ λ·W: ≤ 2.4 % of an hour's count here).
+- **Token percentiles** within the bucket error bound of vLLM's 1-2-5 buckets
+  (:func:`capplan.metrics.hourly.bucket_relative_error`); token means exact (counters).
+- **The design peak = burst ratio × the forecast month's busiest hour.** The burst ratio (peak over
+  mean requests in flight) is measured from the logs and modelled from the metrics ("peak from 5 min
+  rate, not measured per second": a 1-minute burst is spread over its 5-minute step); both are
+  medians over busy hours and agree within 2 %. The forecast's busiest hour is the forecaster's
+  answer to its hourly series: the metrics plan's equals the forecast of the generated requests
+  counted by completion hour, the logs plan's that of the same requests by arrival hour. Those two
+  series differ by ≤ 2.4 % an hour, yet the forecaster's discrete choices (which hours its outlier
+  rule replaces, how many candidate models it combines) can move its month peak by more (−7 % for
+  the 70B pool with this seed): the forecaster's sensitivity (issue 22), measured here by running it
+  on both truths, not a property of the metrics path.
+- **GPUs per unit of design peak** (the throughput-bound GPUs before rounding, over the design peak
+  they are sized at: token means, latency, performance model) agree within 2 %, and the whole GPUs
+  at P50 and P90, every pool and month, within 2 %.
 - **Peak in flight.** From the logs it is measured (a sweep over every request's
   ``[arrival, arrival + latency)``); a gauge scraped every 5 minutes sees 12 instants an hour and
-  misses the busiest moment (its max gave a burst ratio of 2.55 against the logs' 5.39 in a trial
-  month). The metrics path models it instead: the counted arrivals of each 5-minute step, latencies
-  drawn from the hour's e2e-latency histogram, swept the same way (``capplan.metrics.ingest``). The
-  plan's burst ratio is the median over busy hours, so sampling noise averages out.
-- **Token quantiles and KV tokens** come from vLLM's 1-2-5 buckets (up to 43 % bucket error) and the
-  KV tokens per sequence from pairing the two length histograms rank by rank (their joint is not
-  exported). Both pools here are throughput-bound, and the throughput side uses token **means**,
-  which the counters give exactly.
-
-Bursts are off (``bursts_per_day = 0``): with them, the forecaster's outlier cleaning replaced 138
-hours of one series and 124 of the other (the same traffic, counted by arrival or by completion) and its
-P90 peak moved 25 % — the forecaster's sensitivity, not the metrics path's (docs/metrics.md).
+  misses the busiest moment. The metrics path models it: the counted arrivals of each 5-minute step,
+  latencies drawn from the hour's e2e-latency histogram, swept the same way (``capplan.metrics.ingest``).
+- **KV tokens** come from pairing the two length histograms rank by rank (their joint is not
+  exported): up to 21 % off here; both pools are throughput-bound.
 """
 
 from __future__ import annotations
@@ -43,7 +51,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from capplan import profile
 from capplan.cli import app
+from capplan.config import load_config
+from capplan.db import connect
+from capplan.metrics.hourly import bucket_relative_error
+from capplan.plan.demand import plan_demand
 from capplan.sample import SampleSpec
 from capplan.sample.generate import iter_days
 from capplan.sample.spec import DEFAULT_MODELS
@@ -87,10 +100,9 @@ tensor_parallel = 4
 
 
 def generate_requests() -> arrow.Table:
-    """The traffic: 40,000 requests a day at the start, 70 % chat and 30 % 70B, successful ones only."""
+    """The traffic: 40,000 requests a day at the start, 70 % chat and 30 % 70B, bursts on, successful ones only."""
     models = (replace(DEFAULT_MODELS[0], share=0.7), replace(DEFAULT_MODELS[1], share=0.3))
-    spec = SampleSpec(start=START, days=DAYS, requests_per_day=40_000, seed=11, incidents=False, models=models,
-                      bursts_per_day=0.0)
+    spec = SampleSpec(start=START, days=DAYS, requests_per_day=40_000, seed=11, incidents=False, models=models)
     table = arrow.concat_tables([c.table for c in iter_days(spec)])
     return table.filter(pc.equal(table["status"], 200))
 
@@ -173,10 +185,29 @@ def plans(prefect_harness, prometheus_tools, tmp_path_factory) -> dict:
     finally:
         server.stop()
     _invoke(["ingest", str(root / "requests.parquet"), "--db", str(root / "logs.duckdb")])
-    out = {"rows": table.num_rows, "ingested": ingested[0]}
+    out = {"rows": table.num_rows, "ingested": ingested[0], "truth": truth(table), "config": config,
+           "metrics_db": root / "metrics.duckdb", "logs_db": root / "logs.duckdb"}
     for name in ("logs", "metrics"):
         out[name] = _invoke(["plan", "--config", str(config), "--db", str(root / f"{name}.duckdb"),
                              "--out", str(root / f"out-{name}")])
+    return out
+
+
+def truth(table: arrow.Table) -> dict:
+    """Per model: the requests of each ingested hour by arrival and by completion, and the token counts of the
+    requests completed inside the ingested hours (what the counters and histograms saw)."""
+    start_s = int(datetime(START.year, START.month, START.day, tzinfo=UTC).timestamp())
+    arrive = pc.cast(pc.cast(table["ts_utc"], arrow.timestamp("us")), arrow.int64()).to_numpy() / 1e6 - start_s
+    finish = arrive + table["latency_ms"].to_numpy() / 1000.0
+    model = np.asarray(table["model"].cast(arrow.string()))
+    hours = DAYS * 24
+    out = {}
+    for name in sorted(set(model)):
+        sel = model == name
+        done = sel & (finish < hours * 3600)
+        out[name] = {"arrival": np.bincount((arrive[sel] // 3600).astype(int), minlength=hours)[:hours],
+                     "completion": np.bincount((finish[done] // 3600).astype(int), minlength=hours),
+                     **{c: np.sort(table[c].to_numpy()[done]) for c in ("input_tokens", "output_tokens")}}
     return out
 
 
@@ -192,15 +223,72 @@ def test_metrics_hold_every_request_the_logs_hold(plans):
     assert 0 <= plans["rows"] - ingested["requests"] <= 20
 
 
-def test_gpu_counts_within_2_percent_of_the_plan_from_logs(plans):
+def test_hourly_counts_exact_by_completion_and_token_percentiles_within_the_bucket_bound(plans):
+    con = connect(plans["metrics_db"], read_only=True)
+    try:
+        hourly = profile.hourly_traffic(con)
+        dist = profile.token_distribution(con, grain="month")
+    finally:
+        con.close()
+    for model, t in plans["truth"].items():
+        got = hourly[hourly["model"] == model].sort_values("hour_utc")["requests"].to_numpy()
+        np.testing.assert_array_equal(got, t["completion"])  # every hour, bursts and the counter reset included
+        # counted by arrival (the logs) the hours differ by the requests in flight at their boundaries (~ λ·W):
+        # at most 2.4 % of an hour's count here (a quiet hour of the 70B model, 18 s latency)
+        gap = np.abs(t["completion"] - t["arrival"]) / t["arrival"]
+        assert 0 < gap.max() < 0.05, (model, gap.max())
+        row = dist[dist["model"] == model].iloc[0]
+        bound = bucket_relative_error(TOKEN_LE[model])
+        for column in ("input_tokens", "output_tokens"):
+            x = t[column]
+            for q in (50, 90, 99):
+                exact = x[int(np.ceil(q / 100 * x.size)) - 1]
+                assert abs(row[f"{column}_p{q}"] - exact) <= bound * exact, (model, column, q, row[f"{column}_p{q}"], exact)
+            assert row[f"{column}_mean"] == pytest.approx(x.mean(), rel=1e-12)
+
+
+def _busiest_hour_p50(plans: dict, hourly: pd.DataFrame) -> float:
+    """The plan's forecast of November's busiest hour (P50, burst ratio 1) from an hourly series, through the
+    plan's own demand stage (``capplan.plan.demand.plan_demand``). [requests/s]"""
+    demand = plan_demand(hourly.reset_index(drop=True), ["2026-11", "2026-12"], load_config(plans["config"]), 1.0)
+    return float(demand.peaks.set_index("month").loc["2026-11", "qps_p50"])
+
+
+def _completion_hours(plans: dict, model: str) -> pd.DataFrame:
+    """The generated requests of ``model`` counted by completion hour, as the profile's hourly frame has them."""
+    counts = plans["truth"][model]["completion"]
+    return pd.DataFrame({"hour_utc": pd.date_range(START.isoformat(), periods=counts.size, freq="h"),
+                         "requests": counts, "avg_qps": counts / 3600.0, "is_gap": False, "exposure_s": 3600.0})
+
+
+def _logged_hours(plans: dict, model: str) -> pd.DataFrame:
+    """The logs database's hourly frame of ``model``: the same requests by arrival hour."""
+    con = connect(plans["logs_db"], read_only=True)
+    try:
+        return profile.hourly_traffic(con, model=model)
+    finally:
+        con.close()
+
+
+def test_gpus_within_2_percent_of_the_plan_from_logs_and_the_design_peak_apart_only_by_the_forecaster(plans):
     logs, metrics = _months(plans["logs"]), _months(plans["metrics"])
     assert list(metrics.index) == list(logs.index) and len(logs) == 4  # two pools x two months
     for level in ("gpus_p50", "gpus_p90"):
         gap = (metrics[level] - logs[level]).abs() / logs[level]
         assert (gap <= 0.02).all(), pd.DataFrame({"logs": logs[level], "metrics": metrics[level]})
-    # the whole GPUs above are a few per pool; the GPUs the throughput needs before rounding agree too
+    model_of = {"chat": "llama-3.1-8b", "large": "llama-3.1-70b"}
     for mine, theirs in zip(plans["metrics"]["pools"], plans["logs"]["pools"]):
-        assert mine["gpus_throughput"] == pytest.approx(theirs["gpus_throughput"], rel=0.02), mine["pool"]
+        pool = mine["pool"]
+        # the peak term: burst ratio modelled from 5-minute counts vs measured per request
+        assert mine["burst_ratio"] == pytest.approx(theirs["burst_ratio"], rel=0.02), pool
+        # the throughput-bound GPUs per unit of design peak: token means, latency and the performance model
+        assert (mine["gpus_throughput"] / mine["design_peak_qps"]
+                == pytest.approx(theirs["gpus_throughput"] / theirs["design_peak_qps"], rel=0.02)), pool
+        # the busiest hour each plan forecast is the forecaster's answer to its hourly series: by completion
+        # (metrics) and by arrival (logs), not something the metrics path adds
+        for plan, hourly in ((mine, _completion_hours), (theirs, _logged_hours)):
+            busiest = plan["design_peak_qps"] / plan["burst_ratio"]
+            assert busiest == pytest.approx(_busiest_hour_p50(plans, hourly(plans, model_of[pool])), rel=1e-6), pool
 
 
 def test_metrics_report_says_what_was_modelled_and_what_is_unknown(plans):
@@ -208,5 +296,8 @@ def test_metrics_report_says_what_was_modelled_and_what_is_unknown(plans):
     logs = (Path(plans["logs"]["report_dir"]) / "report.md").read_text()
     assert "peak from 5 min rate, not measured per second" in metrics
     assert "peak from 5 min rate" not in logs
+    assert "counted when a request finishes" in metrics and "counted when a request finishes" not in logs
+    # the daily busiest second of metrics hours is a 5-minute step's mean rate, and the report says so
+    assert "the busiest 300 s step's mean rate" in metrics and "step's mean rate" not in logs
     # vLLM exports no failure counter: errors are unknown, not 0 %
     assert "SLO 'availability' is not measurable" in metrics and "SLO 'availability' is not measurable" not in logs

@@ -2,7 +2,7 @@
 
 import pytest
 
-from capplan.metrics.presets import PRESETS, ROLES, metric_names
+from capplan.metrics.presets import PRESETS, ROLES, metric_names, promql_selector
 
 
 @pytest.mark.parametrize("flavour, prefix", [("vllm", "vllm:"), ("sglang", "sglang:"), ("tgi", "tgi_")])
@@ -18,3 +18,20 @@ def test_override_and_errors():
         metric_names("triton")
     with pytest.raises(ValueError, match="unknown metric role"):
         metric_names("vllm", {"reqs": "x"})
+
+
+@pytest.mark.parametrize("name, selector, query", [
+    ("vllm:request_success_total", "", "vllm:request_success_total"),
+    ("vllm:request_success_total", 'job="vllm"', 'vllm:request_success_total{job="vllm"}'),
+    ('http_requests_total{code=~"5.."}', "", 'http_requests_total{code=~"5.."}'),
+    ('http_requests_total{code=~"5.."}', 'job="gw",env="prod"', 'http_requests_total{code=~"5..",job="gw",env="prod"}'),
+    ("x{}", "", "x"),
+])
+def test_promql_selector_merges_a_names_matchers_with_the_sources(name, selector, query):
+    assert promql_selector(name, selector) == query
+
+
+def test_matchers_only_in_counter_and_gauge_roles():
+    assert metric_names("vllm", {"errors": 'vllm:request_success_total{finished_reason="abort"}'})["errors"].endswith('"abort"}')
+    with pytest.raises(ValueError, match=r"\['ttft_hist'\]: a histogram role takes a base name"):
+        metric_names("vllm", {"ttft_hist": 'x{le="1"}'})

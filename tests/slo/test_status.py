@@ -246,3 +246,51 @@ def test_bundled_sample_pages_only_during_its_incidents():
     for lo, hi, error_fraction in incidents:
         if error_fraction >= 0.2:  # well above the 14.4 % a 1 h page needs at 99 %
             assert pages["start"].between(lo, hi).any()
+
+
+def _metrics_hour_db():
+    """One hour fed by Prometheus with an error counter: model 'm', 130 requests, 13 failed, TTFT buckets 0.25 s -> 50,
+    0.5 s -> 110, +Inf -> 117 (the 117 successes)."""
+    from capplan.metrics.ingest import ensure_tables as ensure_metrics_tables, store_hours
+
+    con = connect()
+    ensure_metrics_tables(con)
+    hour = datetime(2026, 10, 5, 3)
+    traffic = pd.DataFrame([{"hour_utc": hour, "model": m, "requests": 130, "errors": 13, "valid_events": 130,
+                             "success_events": 117, "input_tokens_sum": 0, "output_tokens_sum": 0, "ttft_ms_sum": 0.0,
+                             "ttft_count": 0, "latency_ms_sum": 0.0, "latency_count": 0, "peak_second_requests": 1}
+                            for m in ("m", "__all__")])
+    buckets = pd.DataFrame({"hour_utc": hour, "model": "m", "le_ms": [250.0, 500.0, float("inf")],
+                            "requests": [50, 110, 117]})
+    empty = {"histogram": pd.DataFrame(columns=["hour_utc", "model", "metric", "bin", "count"]),
+             "concurrency": pd.DataFrame(columns=["hour_utc", "model", "concurrency_peak"])}
+    store_hours(con, "prom", [hour], {"traffic": traffic, "ttft_buckets": buckets, **empty}, step_s=300,
+                errors_measured=True)
+    return con, hour
+
+
+def test_metrics_hours_spread_over_their_minutes_and_ttft_interpolated_in_its_bucket():
+    """Hand counts. Availability: 130 valid = 2 a minute + 1 more in the first 10 minutes; 13 bad = 1 in each of the
+    first 13 minutes (a time-based SLO: 13 bad minutes). TTFT <= 300 ms inside (250, 500] ms: share = (50 + 60 · (300 − 250)/(500 − 250)) / 117 = 62/117,
+    good = 117 · 62/117 = 62, bad = 68; the bucket's 60 successes could fall either side. At 500 ms (a bound):
+    good 110. At 20 s, above the last finite bound: the +Inf bucket's 7 count slower, good 110."""
+    con, hour = _metrics_hour_db()
+    events = minute_events(con, SloConfig(), hour, hour + timedelta(hours=1))
+    assert events["valid_events"].tolist() == [3] * 10 + [2] * 50 and events["bad_events"].tolist() == [1] * 13 + [0] * 47
+    # a time-based SLO judges the spread minutes: the 13 holding a failure are below 99 % good
+    assert minute_events(con, SloConfig(kind="time"), hour, hour + timedelta(hours=1))["bad_events"].sum() == 13
+    status = slo_status(con, SloConfig(target=0.9))
+    assert (status.valid_events, status.bad_events, status.resolution_min) == (130, 13, 60)
+    assert status.as_of == hour + timedelta(hours=1) and "resolution 60 min" in status.notes[0]
+    inside = slo_status(con, SloConfig(target=0.9, ttft_threshold_ms=300))
+    assert inside.bad_events == 68 and "inside (250, 500] ms" in inside.notes[1]
+    assert "60 of the 117 successes (51.28%)" in inside.notes[1]
+    assert slo_status(con, SloConfig(target=0.9, ttft_threshold_ms=500)).bad_events == 130 - 110
+    above = slo_status(con, SloConfig(target=0.9, ttft_threshold_ms=20_000))
+    assert above.bad_events == 130 - 110 and "above the TTFT histogram's last finite bound (500 ms)" in above.notes[1]
+    con.close()
+
+
+def test_logged_minutes_keep_their_resolution(con):
+    status = slo_status(con, SloConfig(target=0.99))
+    assert status.resolution_min == 1 and status.notes == ()
