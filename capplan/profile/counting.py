@@ -40,11 +40,12 @@ HISTOGRAM_SCHEMA = arrow.schema([
 ])
 """Columns of ``fct_histogram_hourly`` (one row per bin: the mergeable contract's and the readers' shape)."""
 HISTOGRAM_BINS_SCHEMA = arrow.schema([
-    ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()), ("metric", arrow.string()),
-    ("bins", arrow.list_(arrow.int16())), ("counts", arrow.list_(arrow.int64())),
+    ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
+    *[(f"{metric}_{part}", arrow.list_(kind)) for metric in METRICS
+      for part, kind in (("bins", arrow.int16()), ("counts", arrow.int64()))],
 ])
-"""Columns of ``fct_histogram_hourly_bins``, where the histograms are stored (one row per hour, model and
-metric, its non-empty bins ascending)."""
+"""Columns of ``fct_histogram_hourly_bins``, where the histograms are stored: one row per hour and model,
+each metric's non-empty bins ascending and their counts as two lists."""
 CONCURRENCY_SCHEMA = arrow.schema([("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
                                 ("concurrency_peak", arrow.int64())])
 """Columns of ``fct_concurrency_hourly``."""
@@ -512,21 +513,23 @@ class WindowRollup:
         return arrow.concat_tables(parts)
 
     def histogram_bins(self, all_models: str) -> arrow.Table:
-        """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model, metric)
-        with a non-empty bin, its bins ascending and their counts as two lists."""
-        parts = []
+        """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
+        non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
+        width = len(self.models) + 1
+        per_metric, cells = {}, []
         for metric in METRICS:
-            hour_index, model_index, column, counts = self._bins_of(metric)  # grouped by (hour, model), bins ascending
-            cell = hour_index * (len(self.models) + 1) + model_index
-            starts = np.flatnonzero(np.concatenate([[True], cell[1:] != cell[:-1]])) if len(cell) else np.zeros(0, int)
-            offsets = arrow.array(np.append(starts, len(cell)).astype(np.int32))
-            parts.append(arrow.Table.from_arrays([
-                self._hour_array(hour_index[starts]), self._names(model_index[starts], all_models),
-                self._metric_array(metric, len(starts)),
-                arrow.ListArray.from_arrays(offsets, arrow.array((column - 1).astype(np.int16))),
-                arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64())),
-            ], schema=HISTOGRAM_BINS_SCHEMA))
-        return arrow.concat_tables(parts)
+            hour_index, model_index, column, counts = self._bins_of(metric)  # grouped by (hour, model)
+            cell = hour_index * width + model_index
+            order = np.argsort(cell, kind="stable")  # cells ascending, bins ascending within each
+            per_metric[metric] = cell[order], column[order], counts[order]
+            cells.append(np.unique(cell))
+        cells = np.unique(np.concatenate(cells))
+        columns = [self._hour_array(cells // width), self._names(cells % width, all_models)]
+        for cell, column, counts in per_metric.values():
+            offsets = arrow.array(np.append(np.searchsorted(cell, cells), len(cell)).astype(np.int32))
+            columns += [arrow.ListArray.from_arrays(offsets, arrow.array((column - 1).astype(np.int16))),
+                        arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64()))]
+        return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
 
     def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, grouped by

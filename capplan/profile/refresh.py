@@ -38,6 +38,7 @@ from capplan.profile.counting import (
     ALL_MODELS,
     CONCURRENCY_SCHEMA,
     HISTOGRAM_SCHEMA,
+    METRICS,
     S_PER_HOUR,
     TRAFFIC_SCHEMA,
     WindowRollup,
@@ -86,12 +87,29 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create the rollup tables if they do not exist (``sql/ddl_profile.sql``).
 
     A database written before the histograms' bins were stored as lists holds ``fct_histogram_hourly``
-    as a table of one row per bin: its rows move into ``fct_histogram_hourly_bins`` first
-    (``sql/ddl_profile_migrate_histogram.sql``: the same bins and counts), then the view takes its name.
+    as a table of one row per bin: it is migrated in place first, in one transaction (the caller's if
+    one is open): renamed (``sql/ddl_profile_migrate_histogram.sql``), its bins packed into
+    ``fct_histogram_hourly_bins`` (the same bins and counts), then dropped; the view takes its name.
     """
-    if con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]:
+    if not con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]:
+        con.execute(sql.load("ddl_profile"))
+        return
+    try:
+        con.begin()
+        own = True
+    except duckdb.TransactionException:  # already in the caller's: the migration commits or rolls back with it
+        own = False
+    try:
         con.execute(sql.load("ddl_profile_migrate_histogram"))
-    con.execute(sql.load("ddl_profile"))
+        con.execute(sql.load("ddl_profile"))
+        con.sql(sql.load("int_profile_pack_histogram")).insert_into(_STORED_AS["fct_histogram_hourly"])
+        con.execute(sql.load("ddl_profile_drop_histogram_rows_table"))
+        if own:
+            con.commit()
+    except BaseException:
+        if own:
+            con.rollback()
+        raise
 
 
 def store_histogram_rows(con: duckdb.DuckDBPyConnection, rows: duckdb.DuckDBPyRelation | arrow.Table | Any) -> None:
@@ -439,7 +457,8 @@ class _InsertBuffer:
 
     def add(self, tables: dict[str, arrow.Table]) -> None:
         self.parts.append(tables)
-        self.rows += len(tables["fct_histogram_hourly"].column("counts").combine_chunks().flatten())
+        packed = tables["fct_histogram_hourly"]
+        self.rows += sum(len(packed.column(f"{metric}_counts").combine_chunks().flatten()) for metric in METRICS)
         if self.rows >= self.ROWS:
             self.flush()
 

@@ -262,13 +262,18 @@ def test_more_models_than_a_smallint_holds(con):
 
 
 def test_histograms_are_stored_as_lists_and_read_one_row_per_bin(con, insert_rows, golden):
-    """The bins of each (hour, model, metric) are one row of fct_histogram_hourly_bins, ascending; the
+    """The bins of each (hour, model) are one row of fct_histogram_hourly_bins, each metric's ascending; the
     view fct_histogram_hourly shows them one row per bin, the same rows as rollup_partition's table."""
     insert_rows(con, golden)
     profile.refresh_rollups(con)
     stored = con.sql("select * from fct_histogram_hourly_bins").df()
-    assert stored.groupby(["hour_utc", "model", "metric"]).size().max() == 1
-    assert all(list(b) == sorted(b) and len(b) == len(c) > 0 for b, c in zip(stored["bins"], stored["counts"]))
+    assert stored.groupby(["hour_utc", "model"]).size().max() == 1
+    for metric in profile.METRICS:
+        bins, counts = stored[f"{metric}_bins"], stored[f"{metric}_counts"]
+        assert all(list(b) == sorted(set(b)) and len(b) == len(c) for b, c in zip(bins, counts, strict=True))
+        assert all(c > 0 for cs in counts for c in cs)
+    assert all(len(b) for b in stored["input_tokens_bins"])  # every request has tokens; golden has no TTFT somewhere
+    assert not all(len(b) for b in stored["ttft_ms_bins"])
     keys = ["hour_utc", "model", "metric", "bin"]
     view = con.sql("select * from fct_histogram_hourly").df().sort_values(keys, ignore_index=True)
     want = profile.rollup_partition(con, "requests")["fct_histogram_hourly"]
