@@ -11,7 +11,7 @@ histogram as (
     from fct_histogram_hourly
     where ($model::varchar is null or model = $model::varchar)
       and ($since_utc::timestamp is null or hour_utc >= $since_utc::timestamp)
-      and metric in (select unnest($metrics::varchar[]))
+      and list_contains($metrics::varchar[], metric)  -- a filter, not a join: pushed into the view's metric branches
 ),
 
 merged as (
