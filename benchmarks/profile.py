@@ -154,7 +154,9 @@ def _load(db: Path, spec, models: int | None) -> int:
                             [models])
         con.execute("delete from bench_meta")
         con.execute("insert into bench_meta values (?)", [key])
-    for table in (*profile.ROLLUP_TABLES, "profile_file_hours"):
+    profile.ensure_tables(con)  # a database of an earlier capplan: its histogram table becomes the view
+    con.execute("drop view if exists fct_histogram_hourly")
+    for table in ("fct_traffic_hourly", "fct_histogram_hourly_bins", "fct_concurrency_hourly", "profile_file_hours"):
         con.execute(f"drop table if exists {table}")  # noqa: S608
     con.execute("delete from request_rows where file_id = ?", [spec.days])
     profile.refresh_rollups(con, full=True)

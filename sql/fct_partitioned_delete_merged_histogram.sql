@@ -1,2 +1,2 @@
--- drop the central rows of fct_histogram_hourly in the hours being re-merged (partitioned_dirty_hours).
-delete from fct_histogram_hourly where hour_utc in (select hour_utc from partitioned_dirty_hours)
+-- drop the central histogram rows (fct_histogram_hourly_bins) in the hours being re-merged (partitioned_dirty_hours).
+delete from fct_histogram_hourly_bins where hour_utc in (select hour_utc from partitioned_dirty_hours)

@@ -15,7 +15,7 @@ histogram as (
     where (case when $models::varchar[] is null then $model::varchar is null or model = $model::varchar
                 else list_contains($models::varchar[], model) end)
       and ($since_utc::timestamp is null or hour_utc >= $since_utc::timestamp)
-      and metric in (select unnest($metrics::varchar[]))
+      and list_contains($metrics::varchar[], metric)  -- a filter, not a join: pushed into the view's metric branches
 ),
 
 merged as (

@@ -112,13 +112,16 @@ def _write_frames(con, out: Path, fmt: str, model: str | None, since: datetime |
 
 
 def _import_readers() -> None:
-    """Import the summary's modules and build the pandera schemas it validates with (which import dask
-    through pandera's type registry): about a second or two of Python, overlapped with a refresh."""
-    from capplan.profile.schemas import HourlySli, HourlyTraffic
+    """Import the summary's modules, build the pandera schema it validates with (which imports dask
+    through pandera's type registry) and register pandera's pandas back-ends (which import its
+    hypothesis strategies when hypothesis is installed): about a second or two of Python, overlapped
+    with a refresh instead of paid after it."""
+    import pandas as pd
+
+    from capplan.profile.schemas import HourlyTraffic
     from capplan.profile.summary import profile_summary  # noqa: F401 - imported for its import time
 
-    HourlyTraffic.to_schema()
-    HourlySli.to_schema()
+    HourlyTraffic.to_schema().register_default_backends(pd.DataFrame)
 
 
 def profile(

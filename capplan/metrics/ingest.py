@@ -309,11 +309,12 @@ def store_hours(con: duckdb.DuckDBPyConnection, source: str, chunk: list[datetim
         for name in ("fct_metrics_delete_traffic", "fct_metrics_delete_histogram", "fct_metrics_delete_concurrency",
                      "fct_metrics_delete_ttft_buckets"):
             con.execute(sql.load(name), {"hours": hours})
-        for table, frame in (("fct_traffic_hourly", tables["traffic"]), ("fct_histogram_hourly", tables["histogram"]),
-                             ("fct_concurrency_hourly", tables["concurrency"]),
+        for table, frame in (("fct_traffic_hourly", tables["traffic"]), ("fct_concurrency_hourly", tables["concurrency"]),
                              ("metrics_ttft_buckets_hourly", tables.get("ttft_buckets", pd.DataFrame()))):
             if len(frame):
                 con.from_df(frame).insert_into(table)  # a fixed table name, never formatted into SQL
+        if len(tables["histogram"]):
+            profile.store_histogram_rows(con, tables["histogram"])
         totals = tables["traffic"][tables["traffic"]["model"] == ALL].set_index("hour_utc")["requests"]
         for h in hours:
             con.execute(sql.load("fct_metrics_ledger_insert"), {"source": source, "hour_utc": h,

@@ -15,6 +15,7 @@ from capplan.partitioned.discover import Partition, PartitionError
 from capplan.partitioned.rollup import PartitionRollup
 from capplan.partitioned.tables import ROLLUP_TABLES, ensure_tables
 from capplan.profile.freshness import has_file_rollups, record_rollup_version
+from capplan.profile.refresh import store_histogram_rows
 from capplan.rollups import PLAN_INPUTS
 
 _MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_hourly": "int_profile_merge_histogram",
@@ -150,7 +151,11 @@ def merge_hours(con: duckdb.DuckDBPyConnection, hours: Iterable[datetime]) -> No
     for fact, (delete, dirty_rows) in _MERGE_STEPS.items():
         con.execute(sql.load(delete))
         con.sql(sql.load(dirty_rows)).create_view("profile_parts", replace=True)
-        con.sql(sql.load(_MERGE_SQL[fact])).insert_into(fact)  # a fixed fact table name, not formatted into SQL
+        merged = con.sql(sql.load(_MERGE_SQL[fact]))
+        if fact == "fct_histogram_hourly":  # stored as lists of bins (a view shows one row per bin)
+            store_histogram_rows(con, merged)
+        else:
+            merged.insert_into(fact)  # a fixed fact table name, not formatted into SQL
     con.execute(sql.load("ddl_partitioned_drop_parts"))
     con.execute(sql.load("ddl_partitioned_drop_dirty_hours"))
 

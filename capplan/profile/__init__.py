@@ -30,7 +30,7 @@ _HOMES = {
     "capplan.profile.read": ("daily_traffic", "histograms", "hourly_sli", "hourly_traffic", "token_distribution",
                              "typical_week", "weekly_traffic"),
     "capplan.profile.refresh": ("ROLLUP_MEMORY_LIMIT_MIB", "ROLLUP_TABLES", "ensure_tables", "merge_rollups",
-                                "refresh_rollups", "rollup_partition"),
+                                "refresh_rollups", "rollup_partition", "store_histogram_rows"),
     "capplan.profile.counting": ("ALL_MODELS", "METRICS"),
     "capplan.profile.schemas": ("EMPTY_HOURS", "GRAINS", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
                                 "TokenDistribution", "TypicalWeek"),

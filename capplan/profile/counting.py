@@ -38,7 +38,14 @@ HISTOGRAM_SCHEMA = arrow.schema([
     ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()), ("metric", arrow.string()), ("bin", arrow.int16()),
     ("count", arrow.int64()),
 ])
-"""Columns of ``fct_histogram_hourly``."""
+"""Columns of ``fct_histogram_hourly`` (one row per bin: the mergeable contract's and the readers' shape)."""
+HISTOGRAM_BINS_SCHEMA = arrow.schema([
+    ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
+    *[(f"{metric}_{part}", arrow.list_(kind)) for metric in METRICS
+      for part, kind in (("bins", arrow.int16()), ("counts", arrow.int64()))],
+])
+"""Columns of ``fct_histogram_hourly_bins``, where the histograms are stored: one row per hour and model,
+each metric's non-empty bins ascending and their counts as two lists."""
 CONCURRENCY_SCHEMA = arrow.schema([("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
                                 ("concurrency_peak", arrow.int64())])
 """Columns of ``fct_concurrency_hourly``."""
@@ -498,13 +505,40 @@ class WindowRollup:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
         parts = []
         for metric in METRICS:
-            hour_index, model_index, column, counts = (self._dense_bins if self.dense else self._sparse_bins)(metric)
+            hour_index, model_index, column, counts = self._bins_of(metric)
             parts.append(arrow.Table.from_arrays([
-                self._hour_array(hour_index), self._names(model_index, all_models),
-                arrow.DictionaryArray.from_arrays(np.zeros(len(column), np.int32), [metric]).dictionary_decode(),
+                self._hour_array(hour_index), self._names(model_index, all_models), self._metric_array(metric, len(column)),
                 arrow.array((column - 1).astype(np.int16)), arrow.array(counts),
             ], schema=HISTOGRAM_SCHEMA))
         return arrow.concat_tables(parts)
+
+    def histogram_bins(self, all_models: str) -> arrow.Table:
+        """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
+        non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
+        width = len(self.models) + 1
+        per_metric, cells = {}, []
+        for metric in METRICS:
+            hour_index, model_index, column, counts = self._bins_of(metric)  # grouped by (hour, model)
+            cell = hour_index * width + model_index
+            order = np.argsort(cell, kind="stable")  # cells ascending, bins ascending within each
+            per_metric[metric] = cell[order], column[order], counts[order]
+            cells.append(np.unique(cell))
+        cells = np.unique(np.concatenate(cells))
+        columns = [self._hour_array(cells // width), self._names(cells % width, all_models)]
+        for cell, column, counts in per_metric.values():
+            offsets = arrow.array(np.append(np.searchsorted(cell, cells), len(cell)).astype(np.int32))
+            columns += [arrow.ListArray.from_arrays(offsets, arrow.array((column - 1).astype(np.int16))),
+                        arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64()))]
+        return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
+
+    def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, grouped by
+        (hour, model) with columns ascending in each; bin column = bin + 1."""
+        return (self._dense_bins if self.dense else self._sparse_bins)(metric)
+
+    @staticmethod
+    def _metric_array(metric: str, n: int) -> arrow.Array:
+        return arrow.DictionaryArray.from_arrays(np.zeros(n, np.int32), [metric]).dictionary_decode()
 
     def _dense_bins(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         acc = self._bins[metric]

@@ -277,6 +277,18 @@ def histograms(
 # --------------------------------------------------------------------------- SLI
 
 
+def sli_event_counts(con: duckdb.DuckDBPyConnection, ttft_threshold_ms: float, model: str | None = None,
+                     since: date | datetime | str | None = None) -> pd.DataFrame:
+    """The event counts of :func:`hourly_sli` alone, without its TTFT percentiles (which read every
+    hour's histogram): hour_utc, model, valid_events, good_events, success_rate, good_fraction,
+    counted from the raw rows (``sql/rpt_hourly_sli.sql``)."""
+    if not ttft_threshold_ms > 0:
+        raise ValueError(f"ttft_threshold_ms must be > 0, got {ttft_threshold_ms!r}")
+    require_current_rollups(con)
+    return con.execute(sql.load("rpt_hourly_sli"), {
+        "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": since_utc(since)}).df()
+
+
 def hourly_sli(
     con: duckdb.DuckDBPyConnection,
     ttft_threshold_ms: float,
@@ -299,11 +311,7 @@ def hourly_sli(
     * Good events are counted exactly from the raw rows (the threshold is a parameter); the TTFT
       percentiles come from the histograms of all rows with TTFT, within ``HISTOGRAM_RELATIVE_ERROR``.
     """
-    if not ttft_threshold_ms > 0:
-        raise ValueError(f"ttft_threshold_ms must be > 0, got {ttft_threshold_ms!r}")
-    require_current_rollups(con)
-    counts = con.execute(sql.load("rpt_hourly_sli"), {
-        "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": since_utc(since)}).df()
+    counts = sli_event_counts(con, ttft_threshold_ms, model, since)
     long = histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "hour", model, since)
     wide = _wide_quantiles(long, [f"ttft_ms_p{round(q * 100)}" for q in TTFT_QUANTILES])
     wide = wide.rename(columns={f"ttft_ms_p{round(q * 100)}": f"ttft_p{round(q * 100)}_ms" for q in TTFT_QUANTILES})

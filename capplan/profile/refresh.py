@@ -3,7 +3,8 @@
 Raw rows are rolled up once into per-hour tables (``sql/ddl_profile.sql``):
 
 * ``fct_traffic_hourly``: counts, token and time sums, busiest second, per UTC hour and model;
-* ``fct_histogram_hourly``: sparse log-binned histograms of input/output tokens, TTFT and latency;
+* ``fct_histogram_hourly``: sparse log-binned histograms of input/output tokens, TTFT and latency (a
+  view of ``fct_histogram_hourly_bins``, which stores each hour, model and metric's bins as lists);
 * ``fct_concurrency_hourly``: peak requests in flight (a sweep over ``[arrival, arrival + latency)``).
 
 :func:`refresh_rollups` recomputes only the hours touched by files that appeared, changed or
@@ -37,6 +38,7 @@ from capplan.profile.counting import (
     ALL_MODELS,
     CONCURRENCY_SCHEMA,
     HISTOGRAM_SCHEMA,
+    METRICS,
     S_PER_HOUR,
     TRAFFIC_SCHEMA,
     WindowRollup,
@@ -46,7 +48,11 @@ from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_fil
                                        require_requests, stored_rollup_version)
 
 ROLLUP_TABLES = ("fct_traffic_hourly", "fct_histogram_hourly", "fct_concurrency_hourly")
-"""The roll-up tables a refresh writes (``sql/ddl_profile.sql``)."""
+"""The roll-ups a refresh writes, by the names readers read (``sql/ddl_profile.sql``)."""
+_STORED_AS = {"fct_traffic_hourly": "fct_traffic_hourly", "fct_histogram_hourly": "fct_histogram_hourly_bins",
+              "fct_concurrency_hourly": "fct_concurrency_hourly"}
+"""Roll-up -> the table its rows are stored in: the histograms' bins as lists (the view
+``fct_histogram_hourly`` shows them one row per bin)."""
 _DELETE_HOURS_SQL = {"fct_traffic_hourly": "fct_profile_delete_traffic_hours",
                      "fct_histogram_hourly": "fct_profile_delete_histogram_hours",
                      "fct_concurrency_hourly": "fct_profile_delete_concurrency_hours"}
@@ -69,6 +75,7 @@ DENSE_MIN_HOURS = 4
 """Shortest window counted densely: with more models, counting sparsely is cheaper than scanning in
 ever shorter windows. [hours]"""
 _MODELS_VIEW = "profile_models"
+_HISTOGRAM_ROWS_VIEW = "profile_histogram_rows"
 ROLLUP_MEMORY_LIMIT_MIB = 256
 """DuckDB ``memory_limit`` held during a refresh [MiB]: DuckDB keeps every block a scan reads until
 the limit (80 % of RAM by default), so without it a full rebuild's memory grows with the table."""
@@ -77,8 +84,50 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the rollup tables if they do not exist (``sql/ddl_profile.sql``)."""
-    con.execute(sql.load("ddl_profile"))
+    """Create the rollup tables if they do not exist (``sql/ddl_profile.sql``).
+
+    A database written before the histograms' bins were stored as lists holds ``fct_histogram_hourly``
+    as a table of one row per bin: it is migrated in place first, in one transaction (the caller's if
+    one is open): renamed (``sql/ddl_profile_migrate_histogram.sql``), its bins packed into
+    ``fct_histogram_hourly_bins`` (the same bins and counts), then dropped; the view takes its name.
+    """
+    if not con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]:
+        con.execute(sql.load("ddl_profile"))
+        return
+    try:
+        con.begin()
+        own = True
+    except duckdb.TransactionException:  # already in the caller's: the migration commits or rolls back with it
+        own = False
+    try:
+        con.execute(sql.load("ddl_profile_migrate_histogram"))
+        con.execute(sql.load("ddl_profile"))
+        con.sql(sql.load("int_profile_pack_histogram")).insert_into(_STORED_AS["fct_histogram_hourly"])
+        con.execute(sql.load("ddl_profile_drop_histogram_rows_table"))
+        if own:
+            con.commit()
+    except BaseException:
+        if own:
+            con.rollback()
+        raise
+
+
+def store_histogram_rows(con: duckdb.DuckDBPyConnection, rows: duckdb.DuckDBPyRelation | arrow.Table | Any) -> None:
+    """Append rows in the shape of ``fct_histogram_hourly`` (one per bin: a partition merge, a metrics
+    chunk) to ``fct_histogram_hourly_bins``, packed per hour, model and metric (``sql/int_profile_pack_histogram.sql``).
+    ``rows``: a relation on ``con``, an Arrow table or a pandas frame. The caller has deleted those hours' rows first."""
+    relation = isinstance(rows, duckdb.DuckDBPyRelation)
+    if relation:
+        rows.create_view(_HISTOGRAM_ROWS_VIEW, replace=True)
+    else:  # a Python object: registered for this connection only (a view could not store it)
+        con.register(_HISTOGRAM_ROWS_VIEW, rows)
+    try:
+        con.sql(sql.load("int_profile_pack_histogram")).insert_into(_STORED_AS["fct_histogram_hourly"])
+    finally:
+        if relation:
+            con.execute(sql.load("ddl_profile_drop_histogram_rows"))
+        else:
+            con.unregister(_HISTOGRAM_ROWS_VIEW)
 
 
 # --------------------------------------------------------------------------- mergeable contract
@@ -322,8 +371,8 @@ def refresh_rollups(
         Number of hours recomputed. [hours]
     """
     require_requests(con)
-    ensure_tables(con)
     with memory_capped(con, memory_limit_mib):
+        ensure_tables(con)  # under the cap: migrating an old histogram table groups all its rows
         if not transaction:
             return _refresh(con, hours=hours, full=full)
         con.begin()
@@ -390,31 +439,33 @@ def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, da
 
 
 def _window_tables(rollup: WindowRollup) -> dict[str, arrow.Table]:
-    return {"fct_traffic_hourly": rollup.traffic(ALL_MODELS), "fct_histogram_hourly": rollup.histogram(ALL_MODELS),
+    return {"fct_traffic_hourly": rollup.traffic(ALL_MODELS), "fct_histogram_hourly": rollup.histogram_bins(ALL_MODELS),
             "fct_concurrency_hourly": rollup.concurrency(ALL_MODELS)}
 
 
 class _InsertBuffer:
-    """Window tables gathered and inserted together: one ``insert`` per table per ~``ROWS`` rows.
+    """Window tables gathered and inserted together: one ``insert`` per table per ~``ROWS`` bins.
 
     Small windows make many small tables; DuckDB appends one large batch for about half the cost
-    of thirty small ones (docs/profile.md).
+    of thirty small ones (docs/profile.md). Histograms come packed (``fct_histogram_hourly_bins``).
     """
 
-    ROWS = 1_000_000  # histogram rows gathered before an insert: ~40 MB of Arrow [rows]
+    ROWS = 1_000_000  # histogram bins gathered before an insert: ~12 MB of Arrow [bins]
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con, self.parts, self.rows = con, [], 0
 
     def add(self, tables: dict[str, arrow.Table]) -> None:
         self.parts.append(tables)
-        self.rows += tables["fct_histogram_hourly"].num_rows
+        packed = tables["fct_histogram_hourly"]
+        self.rows += sum(len(packed.column(f"{metric}_counts").combine_chunks().flatten()) for metric in METRICS)
         if self.rows >= self.ROWS:
             self.flush()
 
     def flush(self) -> None:
         if self.parts:
             for table in ROLLUP_TABLES:
-                # a table of ROLLUP_TABLES, passed as a name to DuckDB's append, never formatted into SQL
-                self.con.from_arrow(arrow.concat_tables([part[table] for part in self.parts])).insert_into(table)
+                # a table of _STORED_AS, passed as a name to DuckDB's append, never formatted into SQL
+                rows = arrow.concat_tables([part[table] for part in self.parts])
+                self.con.from_arrow(rows).insert_into(_STORED_AS[table])
         self.parts, self.rows = [], 0

@@ -13,9 +13,9 @@ from capplan.profile.read import (
     TOKEN_QUANTILES,
     TTFT_QUANTILES,
     histogram_quantiles,
-    hourly_sli,
     hourly_traffic,
     period_token_sums,
+    sli_event_counts,
 )
 from capplan.profile.schemas import ALL_MODELS
 
@@ -85,7 +85,7 @@ def profile_summary(
     peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
     peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
     tokens = token_stats(con, model, since)
-    sli = hourly_sli(con, ttft_threshold_ms, scope, since)
+    sli = sli_event_counts(con, ttft_threshold_ms, scope, since)  # totals only: not the hourly TTFT percentiles
     ttft = histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since)
     valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())
     success = float((sli["success_rate"].fillna(0) * sli["valid_events"]).sum())

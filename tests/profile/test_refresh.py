@@ -259,3 +259,42 @@ def test_more_models_than_a_smallint_holds(con):
     mine = (con.sql("select * from fct_concurrency_hourly where model <> '__all__'").df()
             .set_index(["hour_utc", "model"])["concurrency_peak"].sort_index())
     pd.testing.assert_series_equal(mine, want.sort_index(), check_names=False, check_dtype=False)
+
+
+def test_histograms_are_stored_as_lists_and_read_one_row_per_bin(con, insert_rows, golden):
+    """The bins of each (hour, model) are one row of fct_histogram_hourly_bins, each metric's ascending; the
+    view fct_histogram_hourly shows them one row per bin, the same rows as rollup_partition's table."""
+    insert_rows(con, golden)
+    profile.refresh_rollups(con)
+    stored = con.sql("select * from fct_histogram_hourly_bins").df()
+    assert stored.groupby(["hour_utc", "model"]).size().max() == 1
+    for metric in profile.METRICS:
+        bins, counts = stored[f"{metric}_bins"], stored[f"{metric}_counts"]
+        assert all(list(b) == sorted(set(b)) and len(b) == len(c) for b, c in zip(bins, counts, strict=True))
+        assert all(c > 0 for cs in counts for c in cs)
+    assert all(len(b) for b in stored["input_tokens_bins"])  # every request has tokens; golden has no TTFT somewhere
+    assert not all(len(b) for b in stored["ttft_ms_bins"])
+    keys = ["hour_utc", "model", "metric", "bin"]
+    view = con.sql("select * from fct_histogram_hourly").df().sort_values(keys, ignore_index=True)
+    want = profile.rollup_partition(con, "requests")["fct_histogram_hourly"]
+    want = want.to_pandas().sort_values(keys, ignore_index=True)
+    pd.testing.assert_frame_equal(view, want, check_dtype=False)
+
+
+def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
+    """A database whose fct_histogram_hourly is a table of one row per bin (written before the bins were
+    stored as lists) keeps its bins: ensure_tables packs them, drops the table and creates the view."""
+    insert_rows(con, golden)
+    profile.refresh_rollups(con)
+    keys = "hour_utc, model, metric, bin"
+    before = con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall()  # noqa: S608
+    con.execute("create table old_bins as select * from fct_histogram_hourly")
+    con.execute("drop view fct_histogram_hourly")
+    con.execute("drop table fct_histogram_hourly_bins")
+    con.execute("alter table old_bins rename to fct_histogram_hourly")
+    refresh.ensure_tables(con)
+    kinds = dict(con.sql("select table_name, table_type from information_schema.tables").fetchall())
+    assert kinds["fct_histogram_hourly"] == "VIEW" and kinds["fct_histogram_hourly_bins"] == "BASE TABLE"
+    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
+    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
