@@ -19,8 +19,8 @@ from capplan.forecasting.models import MODELS
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
-DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "theta",
-                      "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "profile_ses_hourly",
+                      "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
 #: Sizes of the combination tried: the mean of the 3 or 5 best candidates by backtest MASE, or of
 #: every candidate (0). The size is chosen by leave-one-window-out backtest (:func:`_combination_size`). [count]
 COMBINE_SIZES = (3, 5, 0)
