@@ -38,7 +38,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
@@ -59,7 +59,7 @@ def tie_temporary_server_to_this_process() -> None:
     server.subprocess = _GuardedSubprocess(subprocess)
 
 
-def start_temporary_server() -> Callable[[], None]:
+def start_temporary_server() -> Callable[..., None]:
     """Start a temporary Prefect API server for this command now; return a function that waits until it answers.
 
     Prefect's own temporary server (``SubprocessASGIServer``) starts only when the first flow asks
@@ -75,7 +75,9 @@ def start_temporary_server() -> Callable[[], None]:
     Does nothing when Prefect's settings name an API (``PREFECT_API_URL``: the user's server, a
     test harness) except guard a temporary server Prefect may start itself. The waiter, to call
     before the first flow, raises ``RuntimeError`` if the server exits or does not answer within
-    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. Its optional ``meanwhile`` callables run one
+    after the other while the server has not answered yet, and are skipped once it has (work the
+    command does later anyway, such as imports, done in time it would spend waiting).
     """
     import atexit
     import socket
@@ -87,7 +89,7 @@ def start_temporary_server() -> Callable[[], None]:
     settings = get_current_settings()
     if settings.api.url:
         tie_temporary_server_to_this_process()
-        return lambda: None
+        return lambda meanwhile=(): None
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a free port, chosen by the kernel
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -101,21 +103,28 @@ def start_temporary_server() -> Callable[[], None]:
     refresh_global_settings_context()  # Prefect read its settings at import
     timeout_s = float(settings.server.ephemeral.startup_timeout_seconds)
 
-    def wait() -> None:
+    def answers() -> bool:
         import urllib.error
         import urllib.request
 
+        if proc.poll() is not None:
+            raise RuntimeError(f"Prefect's temporary server exited with code {proc.returncode} while starting "
+                               f"on port {port}")
+        try:  # refused at once until uvicorn listens, which it does once the app has started
+            with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait(meanwhile: Iterable[Callable[[], object]] = ()) -> None:
         deadline = time.monotonic() + timeout_s
+        for job in meanwhile:
+            if answers():
+                return
+            job()
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"Prefect's temporary server exited with code {proc.returncode} while starting "
-                                   f"on port {port}")
-            try:
-                with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
+            if answers():
+                return
             time.sleep(0.1)
         raise RuntimeError(f"Prefect's temporary server did not answer at {api_url} within {timeout_s:g} s "
                            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
