@@ -78,18 +78,15 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
     completed stage's seconds (as Prefect timed its run), in the order of the stages (those of
     :data:`capplan.flows.tasks.BESIDE_FORECAST` overlap others, so the seconds may sum to more than the run's).
     """
-    from rich.markup import escape
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from capplan.runtime import start_temporary_server
 
     start = time.perf_counter()
-    from prefect.settings import get_current_settings
-
-    temporary = not get_current_settings().api.url  # no API named: the server below is this command's own
-    # Prefect's temporary server boots on the other core while this process imports the stages (guarded:
-    # a kill -9 of this command must not leave it running); nothing to start when PREFECT_API_URL is set
+    # Prefect's temporary server boots on the other core while this process imports Prefect and the stages
+    # (guarded: a kill -9 of this command must not leave it running); nothing to start when an API is named
     server_ready = start_temporary_server()
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from capplan.db import DatabaseLockedError
     from capplan.flows.plan import monthly_capacity_plan
     from capplan.flows.tasks import stage_listener, stages_for
@@ -111,7 +108,7 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
             elif state in ("Failed", "Crashed"):
                 failures.append(stage)
 
-        with stage_listener(on_stage), _without_heartbeats(temporary):
+        with stage_listener(on_stage), _without_heartbeats(server_ready.started):
             try:
                 server_ready(meanwhile=[partial(_import_if_installed, name) for name in IMPORT_WHILE_SERVER_STARTS])
                 folder = monthly_capacity_plan(cfg, month)
@@ -125,7 +122,7 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
 
 
 def _without_heartbeats(temporary: bool) -> AbstractContextManager:
-    """No flow-run heartbeats when the Prefect server is this command's temporary one.
+    """No flow-run heartbeats when the Prefect server is this command's temporary one (``temporary``).
 
     A heartbeat tells a server that a run's process is still alive, so that it can mark the run
     crashed when they stop; a temporary server stops with this process (:mod:`capplan.runtime`), so
