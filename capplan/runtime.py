@@ -20,8 +20,8 @@ the server is gone. Why not the alternatives:
 Prefect's file is not changed: the guard is added by giving ``server.py`` a ``subprocess``
 namespace whose ``Popen`` starts the guard beside the server.
 
-:func:`start_temporary_server` starts that same server before the command imports its stages
-(and without importing Prefect's server package here), so its seconds of start-up run on the
+:func:`start_temporary_server` starts that same server before the command imports Prefect and its
+stages (and without importing Prefect's server package here), so its seconds of start-up run on the
 other core meanwhile.
 
 Any fork of this process (a library's) closes the guard pipes' write ends in the child, so a
@@ -38,7 +38,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -59,68 +60,101 @@ def tie_temporary_server_to_this_process() -> None:
     server.subprocess = _GuardedSubprocess(subprocess)
 
 
-def start_temporary_server() -> Callable[[], None]:
-    """Start a temporary Prefect API server for this command now; return a function that waits until it answers.
+def start_temporary_server() -> ServerWait:
+    """Start a temporary Prefect API server for this command now; return a :class:`ServerWait` that waits until it answers.
 
     Prefect's own temporary server (``SubprocessASGIServer``) starts only when the first flow asks
     for the API, and only after this process has imported Prefect's server package (seconds of
     CPU) to launch it. This starts the same server the same way (:data:`_SERVER_ARGS`: Prefect's
-    command, environment and settings for its temporary server; its database under
-    ``PREFECT_HOME``) as soon as Prefect's settings are read, so it boots on the other core while
-    the command imports its stages, and points Prefect's client at it (``PREFECT_API_URL``): the
-    flow and its task runs are recorded there as in Prefect's own. The server is guarded
+    command and environment for its temporary server; its database under ``PREFECT_HOME``) at once,
+    before even Prefect is imported (the server reads the same settings: this environment, profile and
+    files), so it boots on the other core while the command imports Prefect and its stages, and
+    points Prefect's client at it (``PREFECT_API_URL``): the flow and its task runs are recorded
+    there as in Prefect's own. The server is guarded
     (:func:`start_guard`) and stopped at exit (SIGTERM, SIGKILL after :data:`STOP_GRACE_S`), after
     Prefect's own exit hooks have flushed to it.
 
     Does nothing when Prefect's settings name an API (``PREFECT_API_URL``: the user's server, a
-    test harness) except guard a temporary server Prefect may start itself. The waiter, to call
+    test harness) except guard a temporary server Prefect may start itself; named in a profile rather
+    than the environment, the API is known only once Prefect is imported, and the server just
+    started is stopped again. The waiter, to call
     before the first flow, raises ``RuntimeError`` if the server exits or does not answer within
-    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``.
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS``. Its optional ``meanwhile`` callables run one
+    after the other while the server has not answered yet, and are skipped once it has (work the
+    command does later anyway, such as imports, done in time it would spend waiting).
     """
     import atexit
+    import importlib.util
     import socket
 
-    import prefect
+    if os.environ.get("PREFECT_API_URL"):
+        tie_temporary_server_to_this_process()
+        return ServerWait(None)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a free port, chosen by the kernel
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    app_dir = Path(importlib.util.find_spec("prefect").origin).parent.parent  # found, not imported
+    args = [a.format(app_dir=app_dir, port=port) for a in _SERVER_ARGS]
+    proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL, env={**os.environ, **_SERVER_ENV})
+    start_guard(proc.pid)
+    atexit.register(_stop_and_reap, proc)  # registered before Prefect's hooks, so it runs after them
+
     from prefect.context import refresh_global_settings_context
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    if settings.api.url:
+    if settings.api.url:  # a profile names the API
+        _stop_and_reap(proc)
         tie_temporary_server_to_this_process()
-        return lambda: None
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a free port, chosen by the kernel
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    args = [a.format(app_dir=prefect.__module_path__.parent, port=port) for a in _SERVER_ARGS]
-    proc = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL, env={
-        **os.environ, **_SERVER_ENV, **settings.to_environment_variables(exclude_unset=True)})
-    start_guard(proc.pid)
-    atexit.register(_stop_and_reap, proc)  # registered before Prefect's hooks, so it runs after them
+        return ServerWait(None)
     api_url = f"http://127.0.0.1:{port}/api"
     os.environ["PREFECT_API_URL"] = api_url
     refresh_global_settings_context()  # Prefect read its settings at import
     timeout_s = float(settings.server.ephemeral.startup_timeout_seconds)
 
-    def wait() -> None:
+    def answers() -> bool:
         import urllib.error
         import urllib.request
 
+        if proc.poll() is not None:
+            raise RuntimeError(f"Prefect's temporary server exited with code {proc.returncode} while starting "
+                               f"on port {port}")
+        try:  # refused at once until uvicorn listens, which it does once the app has started
+            with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
+                return response.status == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait(meanwhile: Iterable[Callable[[], object]] = ()) -> None:
         deadline = time.monotonic() + timeout_s
+        for job in meanwhile:
+            if answers():
+                return
+            job()
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"Prefect's temporary server exited with code {proc.returncode} while starting "
-                                   f"on port {port}")
-            try:
-                with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
+            if answers():
+                return
             time.sleep(0.1)
         raise RuntimeError(f"Prefect's temporary server did not answer at {api_url} within {timeout_s:g} s "
                            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
 
-    return wait
+    return ServerWait(wait)
+
+
+class ServerWait:
+    """What :func:`start_temporary_server` returns: call it (``meanwhile`` as there) before the first flow."""
+
+    def __init__(self, wait: Callable[[Iterable[Callable[[], object]]], None] | None) -> None:
+        self._wait = wait
+
+    @property
+    def started(self) -> bool:
+        """Whether this process started a temporary server (no API named in Prefect's settings)."""
+        return self._wait is not None
+
+    def __call__(self, meanwhile: Iterable[Callable[[], object]] = ()) -> None:
+        if self._wait is not None:
+            self._wait(meanwhile)
 
 
 #: Prefect's command for its temporary server (``SubprocessASGIServer._run_uvicorn_command``, Prefect 3.9)

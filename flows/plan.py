@@ -3,7 +3,9 @@
 Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`` name Hive
 folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
 roll-ups (the one step that writes them) → profile → measure → load tests → forecast
-→ size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment) → SLO → drift → earlier plans against what happened → charts → report → record the plan
+→ size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment),
+while SLO, drift and earlier plans against what happened (they only read the database) run beside them on the
+flow's task runner → charts → report → record the plan
 (``plan_runs``/``plan_months``) → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
@@ -53,6 +55,10 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     load_tests = read_load_tests(config, pools)
     last_ts_utc = max(m.last_ts_utc for m in measured.values())
     months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
+    # the evidence stages only read the database: they run on the flow's task runner (threads; DuckDB
+    # works outside the GIL) while this thread forecasts and sizes the pools
+    slos_run, drift_run = check_slos.submit(config), find_drift.submit(config)
+    earlier_run = compare_earlier_plans.submit(config, pools, months)
     demands = forecast_qps(by_pool, months, config, measured)  # the history policy's demand, per pool
     any_pool = next(iter(measured.values()))
     honest = coverage_notes(any_pool.defaulted, config.slos) + list(dict.fromkeys(
@@ -63,10 +69,8 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     notes += honest
     plans = size_pools(config, pools, demands, months, measured, load_tests)
     fleet = cost_fleet(plans, config)
-    slos = check_slos(config)
+    slos, drift, earlier = slos_run.result(), drift_run.result(), earlier_run.result()
     notes += [f"SLO {ev.status.name!r}: {n}" for ev in slos for n in ev.status.notes]  # metrics hours' resolution
-    drift = find_drift(config)
-    earlier = compare_earlier_plans(config, pools, months)
     table = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.table().items()}
     sourced = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.sourced().items()}
     sourced |= {f"{name}: {k}": v for name, d in demands.items() for k, v in d.assumptions().items()}

@@ -35,7 +35,9 @@ from capplan.reports.render import finance_table, render_markdown, write_report
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
           "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
-
+#: Stages that only read the database and run on the flow's task runner while forecast → size → cost run
+#: (:func:`capplan.flows.plan.monthly_capacity_plan`): their seconds overlap those stages' seconds.
+BESIDE_FORECAST = ("slo", "drift", "earlier-plans")
 
 
 def stages_for(cfg: CapplanConfig) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 """capplan/runtime.py: Prefect's temporary server dies with the capplan process that started it (issue 20, item 12),
-starts early on a thread (issue 24)."""
+starts early, before Prefect is imported (issue 24)."""
 
 from __future__ import annotations
 
@@ -149,15 +149,18 @@ def test_the_early_server_records_the_flow_and_is_guarded(tmp_path: Path):
         url = os.environ["PREFECT_API_URL"]
         from prefect import flow
         from prefect.client.orchestration import get_client
-        wait()
+        ran = []
+        wait(meanwhile=[lambda: ran.append("early")])  # the server takes seconds to answer: it runs
         @flow(name="after-early-start")
         def one():
             return 1
         one()
+        wait(meanwhile=[lambda: ran.append("late")])  # the server answers: skipped
         with get_client(sync_client=True) as client:
             runs = client.read_flow_runs()
             print(one(), str(client.api_url).rstrip("/") == url, len(runs), runs[0].state.type.value,
-                  len(runtime._write_ends), "prefect.server.api.server" in sys.modules, flush=True)
+                  len(runtime._write_ends), "prefect.server.api.server" in sys.modules, wait.started, ",".join(ran),
+                  flush=True)
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
@@ -165,8 +168,8 @@ def test_the_early_server_records_the_flow_and_is_guarded(tmp_path: Path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     # the flow ran against the early server, which recorded it (completed), one guard, Prefect's server
-    # package never imported here
-    assert done.stdout.split() == ["1", "True", "1", "COMPLETED", "1", "False"]
+    # package never imported here; the job meant for the wait ran, the one after it did not
+    assert done.stdout.split() == ["1", "True", "1", "COMPLETED", "1", "False", "True", "early"]
 
 
 def test_with_an_api_url_the_early_start_starts_nothing():
@@ -177,3 +180,28 @@ def test_with_an_api_url_the_early_start_starts_nothing():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["http://127.0.0.1:9/api", "0"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_an_api_named_in_a_profile_stops_the_server_started_before_prefect_read_it(tmp_path: Path):
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    (home / "profiles.toml").write_text('active = "remote"\n\n[profiles.remote]\n'
+                                        'PREFECT_API_URL = "http://127.0.0.1:9/api"\n')  # nothing listens there
+    script = textwrap.dedent("""
+        import os, time, psutil
+        from capplan.runtime import start_temporary_server
+        wait = start_temporary_server()
+        wait()  # returns at once: the profile's API is the user's
+        time.sleep(3 * 1.0)  # the guard polls every POLL_S and exits once its server is gone
+        alive = [c for c in psutil.Process().children() if c.status() != psutil.STATUS_ZOMBIE]
+        from prefect.settings import get_current_settings
+        print(wait.started, len(alive), "PREFECT_API_URL" in os.environ, get_current_settings().api.url)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # not started as far as the command goes, no server or guard left, the profile's API in force
+    assert done.stdout.split() == ["False", "0", "False", "http://127.0.0.1:9/api"]

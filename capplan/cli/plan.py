@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import time
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -16,6 +19,14 @@ OUT_OPTION = typer.Option(None, "--out", help="Report root (default: [report].ou
 MONTH_OPTION = typer.Option(
     None, "--month", help="First month of the plan, YYYY-MM (default: the month after the last complete month of data).")
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help="Show Prefect's log lines as well.")
+#: Modules the run imports only once a stage needs them (Prefect's engines at the first flow, pandera's pandas
+#: backends and their type registrations at the first validation, Holt-Winters and Theta in the forecast, openpyxl
+#: for the report's workbook), imported instead while Prefect's temporary server is still starting, in this order,
+#: until it answers (measured with ``python -X importtime``: ~1.4 s of imports after the flow began).
+IMPORT_WHILE_SERVER_STARTS = ("prefect.flow_engine", "prefect.task_engine", "pandera.backends.pandas.register",
+                              "pandera.backends.pandas.builtin_checks", "pandera.typing.dask", "fastapi.encoders",
+                              "statsmodels.tsa.holtwinters", "statsmodels.tsa.forecasting.theta", "openpyxl",
+                              "matplotlib.backends.backend_agg")
 
 
 def prefect_environment(verbose: bool) -> None:
@@ -64,17 +75,18 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
     """Run the flow with one rich progress row per stage; a failed stage exits with its cause.
 
     Returns the report folder, the seconds since the command began importing the stages, and each
-    completed stage's seconds (as Prefect timed its run).
+    completed stage's seconds (as Prefect timed its run), in the order of the stages (those of
+    :data:`capplan.flows.tasks.BESIDE_FORECAST` overlap others, so the seconds may sum to more than the run's).
     """
-    from rich.markup import escape
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     from capplan.runtime import start_temporary_server
 
     start = time.perf_counter()
-    # Prefect's temporary server boots on the other core while this process imports the stages (guarded:
-    # a kill -9 of this command must not leave it running); nothing to start when PREFECT_API_URL is set
+    # Prefect's temporary server boots on the other core while this process imports Prefect and the stages
+    # (guarded: a kill -9 of this command must not leave it running); nothing to start when an API is named
     server_ready = start_temporary_server()
+    from rich.markup import escape
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from capplan.db import DatabaseLockedError
     from capplan.flows.plan import monthly_capacity_plan
     from capplan.flows.tasks import stage_listener, stages_for
@@ -96,16 +108,40 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
             elif state in ("Failed", "Crashed"):
                 failures.append(stage)
 
-        with stage_listener(on_stage):
+        with stage_listener(on_stage), _without_heartbeats(server_ready.started):
             try:
-                server_ready()
+                server_ready(meanwhile=[partial(_import_if_installed, name) for name in IMPORT_WHILE_SERVER_STARTS])
                 folder = monthly_capacity_plan(cfg, month)
             except DatabaseLockedError as exc:
                 fail(str(exc))
             except Exception as exc:  # the flow re-raises the failing task's exception
                 where = f"stage {failures[0]} failed: " if failures else ""
                 fail(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}")
-    return str(Path(folder).resolve()), time.perf_counter() - start, stage_seconds
+    in_order = {stage: stage_seconds[stage] for stage in stages if stage in stage_seconds}  # some run side by side
+    return str(Path(folder).resolve()), time.perf_counter() - start, in_order
+
+
+def _without_heartbeats(temporary: bool) -> AbstractContextManager:
+    """No flow-run heartbeats when the Prefect server is this command's temporary one (``temporary``).
+
+    A heartbeat tells a server that a run's process is still alive, so that it can mark the run
+    crashed when they stop; a temporary server stops with this process (:mod:`capplan.runtime`), so
+    no one could act on one. The heartbeat thread also holds each flow's end for up to a second (it
+    sleeps in one-second steps and the flow joins it). A server named by ``PREFECT_API_URL`` keeps them.
+    """
+    if not temporary:
+        return nullcontext()
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    return temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
+def _import_if_installed(name: str) -> None:
+    """Import module ``name`` now; one that is not installed is left to the code that needs it (if any)."""
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
 
 
 def _next(stages: tuple[str, ...], done: str) -> str:

@@ -13,7 +13,7 @@ from capplan.drift.histogram import bin_lower_tokens, daily_histograms
 from capplan.drift.pricing import request_costs
 from capplan.ingest.coverage import defaulted_columns
 from capplan.slo.measurable import unmeasurable_reason
-from capplan.slo.status import SloStatus, alert_episodes, budget_burndown, slo_status
+from capplan.slo.status import SloStatus, burndown_of_events, episodes_of_events, minute_events, slo_status
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,12 @@ def slo_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> list[Slo
     """Run the SLO stage for every configured SLO the logs can measure (the others are notes, see
     :func:`capplan.plan.notes.coverage_notes`)."""
     defaulted = defaulted_columns(con)  # s7-honest: an SLI over defaulted columns is unknown, not 100 %
-    return [SloEvidence(slo_status(con, s), budget_burndown(con, s), alert_episodes(con, s)) for s in cfg.slos
-            if unmeasurable_reason(s, defaulted) is None]
+    out = []
+    for s in cfg.slos:
+        if unmeasurable_reason(s, defaulted) is None:
+            events = minute_events(con, s)  # the whole history's minutes: read once for the burn-down and the alerts
+            out.append(SloEvidence(slo_status(con, s), burndown_of_events(events, s), episodes_of_events(events, s)))
+    return out
 
 
 @dataclass(frozen=True)

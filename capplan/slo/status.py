@@ -299,7 +299,6 @@ def metrics_resolution(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: da
     return MINUTES_PER_HOUR, tuple(notes)
 
 
-@pa.check_types
 def budget_burndown(con: duckdb.DuckDBPyConnection, slo: SloConfig, freq: str = "1h") -> DataFrame[BudgetBurndown]:
     """Budget consumed and remaining over the rolling window ending at each ``freq`` boundary.
 
@@ -317,7 +316,12 @@ def budget_burndown(con: duckdb.DuckDBPyConnection, slo: SloConfig, freq: str = 
     DataFrame[BudgetBurndown]
         One row per period end (UTC) over the history.
     """
-    events = minute_events(con, slo)
+    return burndown_of_events(minute_events(con, slo), slo, freq)
+
+
+@pa.check_types
+def burndown_of_events(events: pd.DataFrame, slo: SloConfig, freq: str = "1h") -> DataFrame[BudgetBurndown]:
+    """:func:`budget_burndown` of the SLO's minute events already read (:func:`minute_events`, no bounds)."""
     window_min = slo.window_days * MINUTES_PER_DAY
     valid = trailing_sum(events["valid_events"], window_min)
     bad = trailing_sum(events["bad_events"], window_min)
@@ -373,7 +377,6 @@ def _episodes_for_severity(events: pd.DataFrame, slo: SloConfig, rules: list[Bur
     return out
 
 
-@pa.check_types
 def alert_episodes(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: datetime | None = None,
                    end: datetime | None = None) -> DataFrame[AlertEpisodes]:
     """Every multi-window burn-rate alert that would have fired over ``[start, end)``.
@@ -392,7 +395,12 @@ def alert_episodes(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: dateti
         start to the end, over the budget of a full SLO window [fraction],
         ``rules`` (``threshold x/long m/short m`` of the rules that fired).
     """
-    events = minute_events(con, slo, start, end)
+    return episodes_of_events(minute_events(con, slo, start, end), slo)
+
+
+@pa.check_types
+def episodes_of_events(events: pd.DataFrame, slo: SloConfig) -> DataFrame[AlertEpisodes]:
+    """:func:`alert_episodes` over the SLO's minute events already read (:func:`minute_events`)."""
     rules = rules_from_config(slo)
     rows = []
     for severity in dict.fromkeys(r.severity for r in rules):
