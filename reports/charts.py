@@ -161,7 +161,7 @@ def plot_fleet_gpus(ax: Axes, by_pool: pd.DataFrame, fleet: pd.DataFrame) -> lis
     ax.set_xticks(x, months)
     ax.set_xlabel("Month")
     ax.set_ylabel("GPUs [count]")
-    ax.legend(loc="upper left", fontsize="small")
+    legend_above(ax)  # inside, it covered the first month's P90 whisker
     return artists
 
 
