@@ -153,10 +153,11 @@ def _seasonal_components(z: np.ndarray, usable: tuple[int, ...]) -> np.ndarray:
 def _decompose(z: np.ndarray, season_lengths: Sequence[int], horizon: int) -> tuple[np.ndarray, np.ndarray]:
     """Seasonally adjusted series and the seasonal part continued ``horizon`` steps (MSTL).
 
-    Uses statsmodels' MSTL with every usable period (two full cycles needed);
-    the future seasonal part is each component's last cycle repeated.
+    Uses statsmodels' MSTL with every usable period: more than two full cycles, as MSTL itself
+    drops (with a warning) any period of at least half the series; the future seasonal part is
+    each component's last cycle repeated.
     """
-    usable = tuple(_usable(season_lengths, len(z), cycles=2))
+    usable = tuple(m for m in _usable(season_lengths, len(z), cycles=2) if 2 * m < len(z))
     if not usable or np.ptp(z) == 0:
         return z.astype(float), np.zeros(horizon)
     seasonal = _seasonal_components(np.ascontiguousarray(z, dtype=float), usable)

@@ -171,7 +171,7 @@ def plan_demand(hourly: pd.DataFrame, months: list[str], cfg: CapplanConfig, bur
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fit(y, horizon, season_lengths=policy.seasons, levels=levels)
-    notes += [f"forecast: {w.message}" for w in caught]
+    notes += list(dict.fromkeys(f"forecast: {w.message}" for w in caught))  # each warning once
     frame = floor_intervals(result.frame, spread)
     if policy.flattened:
         frame = flatten_beyond(frame, policy.supported_h, 168 if policy.weekly_cycle else 24)

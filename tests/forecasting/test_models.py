@@ -30,3 +30,21 @@ def test_profile_ses_without_three_cycles_is_exponential_smoothing():
     z = np.linspace(1.0, 2.0, 30)
     out = profile_ses(z, 5, (24,))
     assert out.shape == (5,) and np.allclose(out, out[0]) and 1.0 <= out[0] <= 2.0
+
+
+@pytest.mark.parametrize("model", ["mstl_ses", "mstl_ets"])
+def test_mstl_at_exactly_two_weekly_cycles_uses_the_daily_season_without_a_warning(model):
+    """336 hours = two weeks exactly: MSTL would drop the 168-hour period with a UserWarning (and the
+    weekly component would be missing); the decomposition leaves it out itself and keeps the daily one."""
+    import warnings
+
+    from capplan.forecasting import models
+
+    hours = np.arange(336)
+    z = 50 + 10 * np.sin(2 * np.pi * hours / 24) + np.random.default_rng(0).normal(0, 1, 336)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = getattr(models, model)(z, 48, (24, 168))
+    assert out.shape == (48,) and np.isfinite(out).all()
+    # the daily cycle is carried forward: the forecast's peak-to-trough is about the 20-unit swing
+    assert 15 < np.ptp(out[:24]) < 25
