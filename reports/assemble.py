@@ -178,7 +178,10 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
         key = "slo-" + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
         out.append(Chart(key, f"Error budget: {ev.status.name}",
                          f"Error budget left over the rolling {ev.status.window_days}-day window "
-                         f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes.",
+                         f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes"
+                         + (f"; dashed grey: the history's first {ev.status.window_days} days, whose window is not "
+                            "yet full (a shorter window's budget, left out of the y-range)"
+                            if "window_full" in ev.burndown and not ev.burndown["window_full"].all() else "") + ".",
                          charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
     return out
 

@@ -269,11 +269,24 @@ def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list
     ----------
     burn : pandas.DataFrame
         Columns ``period_end_utc`` and ``budget_remaining_fraction`` over the rolling window
-        ending there (1 = untouched, < 0 = overspent). [fraction]
+        ending there (1 = untouched, < 0 = overspent) [fraction], and optionally ``window_full``:
+        rows whose window is not yet full (the history's first window) are drawn in grey and
+        left out of the y-range, where a few hours' events can swing the fraction far past 0 or 1.
     episodes : pandas.DataFrame
         Columns ``start`` and ``end`` (UTC) of each alert episode.
     """
-    artists = list(ax.plot(burn["period_end_utc"], burn["budget_remaining_fraction"], color=COLOURS["p50"]))
+    full = burn["window_full"].to_numpy(dtype=bool) if "window_full" in burn else np.ones(len(burn), dtype=bool)
+    remaining = burn["budget_remaining_fraction"]
+    artists = []
+    if not full.all():
+        # up to and including the first full row, so the grey line joins the blue one
+        filling = ~full | np.r_[False, ~full[:-1]]
+        artists += ax.plot(burn["period_end_utc"][filling], remaining[filling], color=COLOURS["history"],
+                           ls="--", lw=0.9, label="window not yet full")
+    if full.any():
+        artists += ax.plot(burn["period_end_utc"][full], remaining[full], color=COLOURS["p50"])
+        lo, hi = min(0.0, float(remaining[full].min())), max(1.0, float(remaining[full].max()))
+        ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
     artists.append(ax.axhline(0, color="k", lw=0.6))
     if len(episodes):
         # One collection for all episodes: a noisy SLO can fire thousands of times and one patch
@@ -285,7 +298,7 @@ def plot_burn_down(ax: Axes, burn: pd.DataFrame, episodes: pd.DataFrame) -> list
     pad_single_instant(ax, burn["period_end_utc"])
     ax.set_xlabel("Time [UTC]")
     ax.set_ylabel("Error budget remaining [fraction]")
-    if len(episodes):
+    if len(episodes) or not full.all():
         ax.legend(loc="lower left", fontsize="small")
     return artists
 

@@ -20,6 +20,8 @@ COLUMN_LABELS = {
     "gpus_p10": "GPUs P10", "gpus_p50": "GPUs P50", "gpus_p90": "GPUs P90",
     "qps_p10": "Design peak QPS P10 [requests/s]", "qps_p50": "Design peak QPS P50 [requests/s]",
     "qps_p90": "Design peak QPS P90 [requests/s]",
+    "input_tokens": "Input per request [tokens]", "output_tokens": "Output per request [tokens]",
+    "kv_tokens": "KV per sequence [tokens]", "latency_s": "Latency per request [s]",
     "gpus_throughput": "GPUs for throughput [count]", "gpus_memory": "GPUs for KV memory [count]",
     "total_cost_usd": "Total cost [USD]", "total_cost_usd_p10": "Total cost P10 [USD]",
     "total_cost_usd_p90": "Total cost P90 [USD]",

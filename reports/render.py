@@ -31,6 +31,10 @@ from capplan.reports.formatting import column_label, format_number
 REPORT_FILES = ("report.html", "report.md", "budget.csv", "budget.xlsx", "config.json")
 
 
+#: Longest text cell without spaces that an HTML table keeps on one line (``td.key``). [characters]
+KEY_CELL_CHARS = 20
+
+
 def budget_header(column: str) -> str:
     """The spreadsheet header of a budget column, e.g. ``cost_usd_on_demand`` -> ``Cost on-demand [USD]``."""
     return column_label(column)
@@ -57,6 +61,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
+def _is_key(value: Any) -> bool:
+    """A short name without spaces (a month, a GPU type, a model): kept on one line, never broken inside."""
+    return isinstance(value, str) and 0 < len(value) <= KEY_CELL_CHARS and not any(c.isspace() for c in value)
+
+
 def _html_table(frame: pd.DataFrame) -> Markup:
     """An HTML table of ``frame`` in a box that scrolls sideways; every header and cell is escaped."""
     head = "".join(f"<th>{html_escape(column_label(str(c)))}</th>" for c in frame.columns)
@@ -64,6 +73,7 @@ def _html_table(frame: pd.DataFrame) -> Markup:
     for values in frame.itertuples(index=False):
         cells = "".join(
             f'<td class="num">{html_escape(format_number(v))}</td>' if _is_number(v)
+            else f'<td class="key">{html_escape(v)}</td>' if _is_key(v)
             else f"<td>{html_escape(format_number(v))}</td>"
             for v in values)
         rows.append(f"<tr>{cells}</tr>")

@@ -85,6 +85,9 @@ class BudgetBurndown(pa.DataFrameModel):
     bad_events: Series[float] = pa.Field(ge=0)
     budget_consumed_fraction: Series[float] = pa.Field(ge=0)
     budget_remaining_fraction: Series[float] = pa.Field(le=1)
+    #: The window reaches back over the SLO's whole ``window_days`` of history; earlier rows (the first
+    #: ``window_days`` after the history starts) see less, so their budget is of a shorter window.
+    window_full: Series[bool]
 
     class Config:
         coerce = True
@@ -333,6 +336,8 @@ def burndown_of_events(events: pd.DataFrame, slo: SloConfig, freq: str = "1h") -
         "period_end_utc": period_end[at_boundary].to_numpy(), "valid_events": valid[at_boundary],
         "bad_events": bad[at_boundary], "budget_consumed_fraction": consumed[at_boundary],
         "budget_remaining_fraction": 1.0 - consumed[at_boundary],
+        "window_full": (period_end[at_boundary] - events["minute_utc"].min()
+                        >= pd.Timedelta(minutes=window_min)).to_numpy(dtype=bool),
     })
 
 

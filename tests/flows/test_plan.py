@@ -91,7 +91,7 @@ def test_each_pools_budget_equals_the_stage_functions(planned_report, model):
         assert rows[column].to_numpy() == pytest.approx(expected, abs=0.01)  # CSV rounds to cents
     html = (folder / "report.html").read_text()
     first = rows.iloc[0]
-    assert f"<td>{model}</td><td>{first['Month']}</td><td>{cfg.sizing.gpu}</td><td class=\"num\">{first['GPUs P50']}</td>" in html
+    assert f"<td class=\"key\">{model}</td><td class=\"key\">{first['Month']}</td><td class=\"key\">{cfg.sizing.gpu}</td><td class=\"num\">{first['GPUs P50']}</td>" in html
 
 
 def test_budget_has_a_row_per_month_and_pool_and_totals_that_sum(planned_report):

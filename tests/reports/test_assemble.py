@@ -83,7 +83,7 @@ def test_the_report_shows_the_chart_in_how_earlier_plans_did(variance, tmp_path:
     folder = write_report(report, tmp_path, {})
     assert (folder / "charts" / "plan-variance.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     # the table beside it has the same months and pools the chart drew, the fleet named "total" as in the budget
-    shown = re.findall(r"<tr><td>(\d{4}-\d\d)</td><td>([^<]+)</td>", html)
+    shown = re.findall(r"<tr><td[^>]*>(\d{4}-\d\d)</td><td[^>]*>([^<]+)</td>", html)
     assert sorted(shown) == sorted(zip(variance["month"], variance["pool"].replace({FLEET: TOTAL})))
     assert any(pool == TOTAL for _month, pool in shown)
 

@@ -57,6 +57,20 @@ def test_a_single_burn_down_point_gets_a_days_wide_axis():
     assert hi - lo <= 3
 
 
+def test_a_burn_down_whose_first_window_is_filling_keeps_its_swings_out_of_the_y_range():
+    """The history's first hours see a few events: the budget left can read -2 there. Those rows are drawn
+    dashed grey and the y-range is that of the full windows (here 0.5–0.7, so the axis spans 0–1 padded)."""
+    t = pd.date_range("2026-11-01", periods=10, freq="D")
+    burn = pd.DataFrame({"period_end_utc": t, "budget_remaining_fraction": [-2.0, 0.9] + [0.5, 0.7] * 4,
+                         "window_full": [False] * 3 + [True] * 7})
+    ax, artists = _drawn(charts.plot_burn_down, burn, pd.DataFrame({"start": [], "end": []}))
+    lo, hi = ax.get_ylim()
+    assert -0.1 < lo < 0 and 1 < hi < 1.1
+    grey = [a for a in artists if getattr(a, "get_label", lambda: "")() == "window not yet full"]
+    assert len(grey) == 1 and len(grey[0].get_xdata()) == 4  # the three filling rows and the first full one
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["window not yet full"]
+
+
 def test_many_points_keep_matplotlibs_own_range():
     idx = pd.date_range("2026-11-01", periods=48, freq="h")
     fc = pd.DataFrame({"mean": np.ones(24), "lo_80": np.zeros(24), "hi_80": np.full(24, 2.0)},

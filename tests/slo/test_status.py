@@ -183,6 +183,8 @@ def test_burndown_ends_at_status(con):
     last = burndown.iloc[-1]
     assert last["budget_consumed_fraction"] == pytest.approx(status.budget_consumed_fraction, rel=1e-12)
     assert (burndown["budget_consumed_fraction"] + burndown["budget_remaining_fraction"]).eq(1.0).all()
+    # 30 days of history, daily rows ending T0 + 1 d … T0 + 30 d: only the last row's 30-day window is full
+    assert burndown["window_full"].tolist() == [False] * 29 + [True]
     assert burndown["bad_events"].is_monotonic_increasing  # nothing leaves a 30-day window in 30 days
     # while the window fills, the budget grows with the events seen, so consumption can fall
     day_after_5pct = burndown[burndown["period_end_utc"] == datetime(2026, 3, 12)].iloc[0]
