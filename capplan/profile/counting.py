@@ -66,13 +66,19 @@ def log_bins(values: np.ndarray, inv_ln_gamma: float) -> np.ndarray:
     numpy.ndarray of int64
         Bin ``k >= 0`` holds ``[γ^k, γ^(k+1))``; bin -1 holds ``[0, 1)``.
     """
-    return np.maximum(np.floor(np.log(np.maximum(values, 0.5)) * inv_ln_gamma), -1).astype(np.int64)
+    x = np.maximum(values, 0.5)  # a new float64 array, worked on in place: one allocation, not five
+    np.log(x, out=x)
+    x *= inv_ln_gamma
+    np.floor(x, out=x)
+    np.maximum(x, -1, out=x)
+    return x.astype(np.int64)
 
 
 class _TokenBins:
     """``log_bins`` of integer token counts by table lookup: an index is cheaper than a logarithm.
 
-    The table is ``log_bins`` itself on ``0 .. max``, so lookups equal the direct computation.
+    The table is ``log_bins`` itself on ``0 .. max``, so lookups equal the direct computation; they
+    come as int16 (the table's type), computed ones as int64.
     """
 
     LIMIT = 1 << 22  # above this many tokens, compute directly: the table would outgrow the cache [tokens]
@@ -89,7 +95,7 @@ class _TokenBins:
             size = max(top + 1, 2 * len(self.table))
             # int16, as the bin column of fct_histogram_hourly: a smaller table stays in cache
             self.table = log_bins(np.arange(size, dtype=np.float64), self.inv_ln_gamma).astype(np.int16)
-        return self.table.take(tokens).astype(np.int64)
+        return self.table.take(tokens)  # int16: widened where it is added to a key
 
 
 def peak_in_flight_by_model(
@@ -412,17 +418,22 @@ class WindowRollup:
     def _add_bins(self, metric: str, key: np.ndarray, bins: np.ndarray) -> None:
         if not len(bins):
             return
-        column = bins + 1  # bin -1 -> column 0
-        width = int(column.max()) + 1
+        width = int(bins.max()) + 2  # columns: bin + 1 (bin -1 -> column 0)
         acc = self._bins[metric]
         if width > acc.shape[1]:
             acc = self._bins[metric] = np.pad(acc, ((0, 0), (0, width - acc.shape[1])))
-        acc[:, :width] += np.bincount(key * width + column, minlength=len(acc) * width).reshape(len(acc), width)
+        code = key * width  # key * width + bin + 1, in place
+        code += bins
+        code += 1
+        acc[:, :width] += np.bincount(code, minlength=len(acc) * width).reshape(len(acc), width)
 
     def _keep_spans(self, ts_us: np.ndarray, model: np.ndarray, latency_ms: np.ndarray) -> None:
         timed = latency_ms > 0  # NaN (not logged) compares false
-        ts_us = ts_us[timed]
-        self._spans.append((model[timed], ts_us, ts_us + (latency_ms[timed] * 1000).astype(np.int64)))  # ms -> µs
+        if not timed.all():
+            model, ts_us, latency_ms = model[timed], ts_us[timed], latency_ms[timed]
+        end_us = (latency_ms * 1000).astype(np.int64)  # ms -> µs
+        end_us += ts_us
+        self._spans.append((model, ts_us, end_us))
 
     def open_spans(self, at_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(model, start_us, end_us)`` of the kept spans still in flight at ``at_us`` (end > at_us):
