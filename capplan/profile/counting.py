@@ -181,8 +181,9 @@ def _at_hour_starts(end_us: np.ndarray, model: np.ndarray, first_hour_epoch: int
                     n_models: int) -> np.ndarray:
     """Completions exactly at each hour start, per model and of all, shape ``(n_models + 1, n_hours)``
     (they are not in flight then)."""
-    on_edge = end_us % US_PER_HOUR == 0
-    hour = end_us[on_edge] // US_PER_HOUR - first_hour_epoch
+    hour = end_us // US_PER_HOUR  # (a floor division by a constant is about twice as fast as a remainder)
+    on_edge = hour * US_PER_HOUR == end_us
+    hour = hour[on_edge] - first_hour_epoch
     inside = (hour >= 0) & (hour < n_hours)
     return _per_model_and_bucket(hour[inside], model[on_edge][inside], n_hours, n_models)
 
