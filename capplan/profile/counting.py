@@ -66,13 +66,19 @@ def log_bins(values: np.ndarray, inv_ln_gamma: float) -> np.ndarray:
     numpy.ndarray of int64
         Bin ``k >= 0`` holds ``[γ^k, γ^(k+1))``; bin -1 holds ``[0, 1)``.
     """
-    return np.maximum(np.floor(np.log(np.maximum(values, 0.5)) * inv_ln_gamma), -1).astype(np.int64)
+    x = np.maximum(values, 0.5)  # a new float64 array, worked on in place: one allocation, not five
+    np.log(x, out=x)
+    x *= inv_ln_gamma
+    np.floor(x, out=x)
+    np.maximum(x, -1, out=x)
+    return x.astype(np.int64)
 
 
 class _TokenBins:
     """``log_bins`` of integer token counts by table lookup: an index is cheaper than a logarithm.
 
-    The table is ``log_bins`` itself on ``0 .. max``, so lookups equal the direct computation.
+    The table is ``log_bins`` itself on ``0 .. max``, so lookups equal the direct computation; they
+    come as int16 (the table's type), computed ones as int64.
     """
 
     LIMIT = 1 << 22  # above this many tokens, compute directly: the table would outgrow the cache [tokens]
@@ -89,7 +95,7 @@ class _TokenBins:
             size = max(top + 1, 2 * len(self.table))
             # int16, as the bin column of fct_histogram_hourly: a smaller table stays in cache
             self.table = log_bins(np.arange(size, dtype=np.float64), self.inv_ln_gamma).astype(np.int16)
-        return self.table.take(tokens).astype(np.int64)
+        return self.table.take(tokens)  # int16: widened where it is added to a key
 
 
 def peak_in_flight_by_model(
@@ -128,56 +134,72 @@ def peak_in_flight_by_model(
       arrival, against the events of that second alone.
 
     So the sweep is a few ``bincount`` passes over the spans and a cumulative sum over the seconds,
-    with no sort of the spans: O(n + seconds · models), the few candidate seconds aside.
+    with no sort of the spans: O(n + seconds · models), the few candidate seconds aside. The
+    per-second arrays are laid out one row per model (model-major), so the sums over models, the
+    cumulative sum over seconds and each hour's maximum run along contiguous memory.
     """
     model = np.asarray(model, dtype=np.int64)
     start_us, end_us = np.asarray(start_us, dtype=np.int64), np.asarray(end_us, dtype=np.int64)
     columns, seconds = n_models + 1, n_hours * S_PER_HOUR
     base_s = first_hour_epoch * S_PER_HOUR
     # bucket 0: before the first hour; 1 + k: second k of the window; seconds + 1: after it
-    start_bucket = np.clip(start_us // US_PER_S - base_s + 1, 0, seconds + 1)
-    end_bucket = np.clip(end_us // US_PER_S - base_s + 1, 0, seconds + 1)
-    arrivals = _per_bucket_and_model(start_bucket, model, seconds + 2, n_models)
-    completions = _per_bucket_and_model(end_bucket, model, seconds + 2, n_models)
-    carried = np.cumsum(arrivals - completions, axis=0)  # carried[k]: in flight just before second k
-    hour_start = carried[0:seconds:S_PER_HOUR] - _at_hour_starts(end_us, model, first_hour_epoch, n_hours, n_models)
-    second_ends = carried[1:seconds + 1].reshape(n_hours, S_PER_HOUR, columns).max(axis=1)
-    peaks = np.maximum(hour_start, second_ends)
-    upper = carried[:seconds] + arrivals[1:seconds + 1]
-    candidate = (upper > np.repeat(peaks, S_PER_HOUR, axis=0)) & (arrivals[1:seconds + 1] > 0)
+    start_bucket = _bucket(start_us, base_s, seconds)
+    end_bucket = _bucket(end_us, base_s, seconds)
+    arrivals = _per_model_and_bucket(start_bucket, model, seconds + 2, n_models)  # (columns, buckets)
+    carried = arrivals - _per_model_and_bucket(end_bucket, model, seconds + 2, n_models)
+    np.cumsum(carried, axis=1, out=carried)  # carried[:, k]: in flight just before second k
+    hour_start = carried[:, 0:seconds:S_PER_HOUR] - _at_hour_starts(end_us, model, first_hour_epoch, n_hours, n_models)
+    peaks = carried[:, 1:seconds + 1].reshape(columns, n_hours, S_PER_HOUR).max(axis=2)  # at each second's end
+    np.maximum(peaks, hour_start, out=peaks)
+    arriving = arrivals[:, 1:seconds + 1]
+    upper = carried[:, :seconds] + arriving
+    candidate = upper.reshape(columns, n_hours, S_PER_HOUR) > peaks[:, :, None]
+    candidate = candidate.reshape(columns, seconds) & (arriving > 0)
     if candidate.any():
         _exact_candidates(peaks, candidate, carried, model, start_us, end_us, start_bucket, end_bucket, base_s,
                           n_models)
-    return peaks
+    return np.ascontiguousarray(peaks.T)
 
 
-def _per_bucket_and_model(bucket: np.ndarray, model: np.ndarray, n_buckets: int, n_models: int) -> np.ndarray:
-    """Counts per (bucket, model), with an all-models column last."""
-    counts = np.bincount(bucket * n_models + model, minlength=n_buckets * n_models).reshape(n_buckets, n_models)
-    return np.concatenate([counts, counts.sum(axis=1, keepdims=True)], axis=1)
+def _bucket(times_us: np.ndarray, base_s: int, seconds: int) -> np.ndarray:
+    """Bucket of each time: 0 before second ``base_s``, 1 + k in its second k, ``seconds + 1`` after."""
+    bucket = times_us // US_PER_S
+    bucket -= base_s - 1
+    return np.clip(bucket, 0, seconds + 1, out=bucket)
+
+
+def _per_model_and_bucket(bucket: np.ndarray, model: np.ndarray, n_buckets: int, n_models: int) -> np.ndarray:
+    """Counts per (model, bucket), shape ``(n_models + 1, n_buckets)``, all models the last row."""
+    counts = np.empty((n_models + 1, n_buckets), np.int64)
+    counts[:n_models] = np.bincount(model * n_buckets + bucket, minlength=n_models * n_buckets).reshape(
+        n_models, n_buckets)
+    np.sum(counts[:n_models], axis=0, out=counts[n_models])
+    return counts
 
 
 def _at_hour_starts(end_us: np.ndarray, model: np.ndarray, first_hour_epoch: int, n_hours: int,
                     n_models: int) -> np.ndarray:
-    """Completions exactly at each hour start, per model and of all (they are not in flight then)."""
-    on_edge = end_us % US_PER_HOUR == 0
-    hour = end_us[on_edge] // US_PER_HOUR - first_hour_epoch
+    """Completions exactly at each hour start, per model and of all, shape ``(n_models + 1, n_hours)``
+    (they are not in flight then)."""
+    hour = end_us // US_PER_HOUR  # (a floor division by a constant is about twice as fast as a remainder)
+    on_edge = hour * US_PER_HOUR == end_us
+    hour = hour[on_edge] - first_hour_epoch
     inside = (hour >= 0) & (hour < n_hours)
-    return _per_bucket_and_model(hour[inside], model[on_edge][inside], n_hours, n_models)
+    return _per_model_and_bucket(hour[inside], model[on_edge][inside], n_hours, n_models)
 
 
 def _exact_candidates(peaks: np.ndarray, candidate: np.ndarray, carried: np.ndarray, model: np.ndarray,
                       start_us: np.ndarray, end_us: np.ndarray, start_bucket: np.ndarray, end_bucket: np.ndarray,
                       base_s: int, n_models: int) -> None:
-    """Raise ``peaks`` to the exact count just after each arrival in a candidate (second, column).
+    """Raise ``peaks`` (column, hour) to the exact count just after each arrival in a candidate (column, second).
 
-    Events are coded ``group · 10^6 + µs within the second`` (group = second · columns + column), so
+    Events are coded ``group · 10^6 + µs within the second`` (group = column · seconds + second), so
     one sort and two binary searches rank every candidate arrival among its second's arrivals and
     completions: count = C(k) + #(arrivals ≤ t) − #(completions ≤ t).
     """
-    columns = n_models + 1
-    flat = candidate.ravel()  # index: second * columns + column
-    any_column = np.concatenate([[False], candidate.any(axis=1), [False]])  # by bucket
+    seconds = candidate.shape[1]
+    flat = candidate.ravel()  # index: column * seconds + second
+    any_column = np.concatenate([[False], candidate.any(axis=0), [False]])  # by bucket
     codes = {}
     for name, bucket, times in (("arrivals", start_bucket, start_us), ("completions", end_bucket, end_us)):
         near = any_column[bucket]  # events in a candidate second: few, so the rest works on them alone
@@ -185,7 +207,7 @@ def _exact_candidates(peaks: np.ndarray, candidate: np.ndarray, carried: np.ndar
         offset = times - (second + base_s) * US_PER_S  # µs within the second
         parts = []
         for column in (own, np.full(len(own), n_models)):  # each model, then all models
-            group = second * columns + column
+            group = column * seconds + second
             keep = flat[group]
             parts.append(group[keep] * US_PER_S + offset[keep])
         codes[name] = np.sort(np.concatenate(parts))
@@ -194,9 +216,9 @@ def _exact_candidates(peaks: np.ndarray, candidate: np.ndarray, carried: np.ndar
     first = group * US_PER_S
     count = (np.searchsorted(arrivals, arrivals, "right") - np.searchsorted(arrivals, first, "left")
              - np.searchsorted(completions, arrivals, "right") + np.searchsorted(completions, first, "left"))
-    second, column = group // columns, group % columns
-    count += carried[second, column]
-    np.maximum.at(peaks, (second // S_PER_HOUR, column), count)
+    column, second = group // seconds, group % seconds
+    count += carried[column, second]
+    np.maximum.at(peaks, (column, second // S_PER_HOUR), count)
 
 
 def peak_in_flight_sparse(
@@ -397,17 +419,22 @@ class WindowRollup:
     def _add_bins(self, metric: str, key: np.ndarray, bins: np.ndarray) -> None:
         if not len(bins):
             return
-        column = bins + 1  # bin -1 -> column 0
-        width = int(column.max()) + 1
+        width = int(bins.max()) + 2  # columns: bin + 1 (bin -1 -> column 0)
         acc = self._bins[metric]
         if width > acc.shape[1]:
             acc = self._bins[metric] = np.pad(acc, ((0, 0), (0, width - acc.shape[1])))
-        acc[:, :width] += np.bincount(key * width + column, minlength=len(acc) * width).reshape(len(acc), width)
+        code = key * width  # key * width + bin + 1, in place
+        code += bins
+        code += 1
+        acc[:, :width] += np.bincount(code, minlength=len(acc) * width).reshape(len(acc), width)
 
     def _keep_spans(self, ts_us: np.ndarray, model: np.ndarray, latency_ms: np.ndarray) -> None:
         timed = latency_ms > 0  # NaN (not logged) compares false
-        ts_us = ts_us[timed]
-        self._spans.append((model[timed], ts_us, ts_us + (latency_ms[timed] * 1000).astype(np.int64)))  # ms -> µs
+        if not timed.all():
+            model, ts_us, latency_ms = model[timed], ts_us[timed], latency_ms[timed]
+        end_us = (latency_ms * 1000).astype(np.int64)  # ms -> µs
+        end_us += ts_us
+        self._spans.append((model, ts_us, end_us))
 
     def open_spans(self, at_us: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(model, start_us, end_us)`` of the kept spans still in flight at ``at_us`` (end > at_us):

@@ -262,19 +262,21 @@ def _epoch_us(ts: datetime) -> int:
     return (ts - _EPOCH) // timedelta(microseconds=1)
 
 
-def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, n_models: int
-             ) -> list[tuple[datetime, datetime]]:
+def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, n_models: int,
+             hour_rows_query: str = "int_profile_hour_rows") -> list[tuple[datetime, datetime]]:
     """``[start_utc, end_utc)`` cut into windows by :func:`~capplan.profile.counting.plan_windows`.
 
     A window holds at most ``ROLLUP_WINDOW_HOURS`` hours, fewer with a few dozen models so that the
     dense per-second arrays (seconds × models) stay within ``ROLLUP_WINDOW_CELLS`` (many models are
-    counted sparsely instead), and about ``ROLLUP_WINDOW_ROWS`` rows.
+    counted sparsely instead), and about ``ROLLUP_WINDOW_ROWS`` rows. The rows per hour come from
+    ``hour_rows_query``: a scan of ``profile_source`` (``sql/int_profile_hour_rows.sql``), or, in a
+    refresh, the per-file counts it has just recorded (``sql/int_profile_file_hour_rows.sql``).
     """
     if start_utc >= end_utc:
         return []
     first_hour = _hour_epoch(start_utc)
     hour_rows = np.zeros(_ceil_hour_epoch(end_utc) - first_hour, np.int64)
-    counts = con.execute(sql.load("int_profile_hour_rows"), _rollup_params(start_utc, end_utc)).fetchnumpy()
+    counts = con.execute(sql.load(hour_rows_query), _rollup_params(start_utc, end_utc)).fetchnumpy()
     hour_rows[counts["hour_epoch"] - first_hour] = counts["rows"]
     dense_hours = ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))
     max_hours = min(ROLLUP_WINDOW_HOURS, dense_hours) if dense_hours >= DENSE_MIN_HOURS else ROLLUP_WINDOW_HOURS
@@ -284,12 +286,12 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
 
 
 def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, *, lookback_us: int,
-             in_flight: bool) -> Iterable[WindowRollup]:
+             in_flight: bool, hour_rows_query: str = "int_profile_hour_rows") -> Iterable[WindowRollup]:
     """One :class:`~capplan.profile.counting.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``.
 
-    Windows are contiguous (:func:`_windows`, sized from the rows per hour,
-    ``sql/int_profile_hour_rows.sql``). Each is one streamed scan (``sql/int_profile_rows.sql``); a
-    table stored in arrival order skips the other windows' row groups by their min/max timestamps.
+    Windows are contiguous (:func:`_windows`, sized from the rows per hour of ``hour_rows_query``).
+    Each is one streamed scan (``sql/int_profile_rows.sql``); a table stored in arrival order skips
+    the other windows' row groups by their min/max timestamps.
     With ``in_flight`` only the first window reads the ``lookback_us`` before it: each later one
     carries in the spans still open at its start from the window before.
     """
@@ -302,7 +304,7 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
                                             "model_index": arrow.array(np.arange(len(models)), arrow.int32())}))
     try:
         carried = None
-        for start, end in _windows(con, start_utc, end_utc, len(models)):
+        for start, end in _windows(con, start_utc, end_utc, len(models), hour_rows_query):
             first_hour = _hour_epoch(start)
             n_hours = _ceil_hour_epoch(end) - first_hour
             rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
@@ -429,7 +431,8 @@ def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, da
         pending: list[Future] = []
         for start_utc, end_utc in runs:
             _delete_hours(con, start_utc, end_utc)
-            for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True):
+            for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
+                                   hour_rows_query="int_profile_file_hour_rows"):  # recorded just before
                 pending.append(pool.submit(_window_tables, rollup))
                 if len(pending) > 1:  # at most two windows in memory
                     buffer.add(pending.pop(0).result())
