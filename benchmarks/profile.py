@@ -17,6 +17,12 @@ of ratios are printed. Then, in this process, ``--repeat`` rounds of the increme
 held-back day is inserted against a full rebuild with it (the median of per-round fractions).
 
     .venv/bin/python benchmarks/profile.py --requests-per-day 350000 --days 30 --repeat 3
+
+With ``--against-models N`` (issue 20, item 11) it times only ``capplan`` on two databases of the same rows,
+the sample's 3 models and N models, interleaved round by round, and prints each one's median seconds and
+peak RSS and the median of the per-round ratios (N models ÷ 3 models):
+
+    .venv/bin/python benchmarks/profile.py --requests-per-day 700000 --days 30 --against-models 1000 --repeat 3
 """
 
 from __future__ import annotations
@@ -200,6 +206,32 @@ def _incremental(db: Path, spec, repeat: int) -> tuple[float, float, float]:
         a / b for a, b in zip(one_day, full, strict=True))
 
 
+def run_models(args: argparse.Namespace) -> dict[str, float]:
+    """``capplan profile --rebuild`` on the 3-model and the ``--against-models`` databases, interleaved."""
+    sys.path.insert(0, str(REPO))
+    from capplan.sample import SampleSpec
+
+    spec = SampleSpec(start=date(2026, 1, 1), days=args.days, requests_per_day=args.requests_per_day, seed=args.seed)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    dbs = {"few": args.workdir / "profile-bench.duckdb",
+           "many": args.workdir / f"profile-bench-{args.against_models}.duckdb"}
+    out: dict[str, float] = {"rows": _load(dbs["few"], spec, None), "models": args.against_models}
+    _load(dbs["many"], spec, args.against_models)
+    out["load_1min"] = os.getloadavg()[0]
+    got: dict[str, list[tuple[float, float]]] = {"few": [], "many": []}
+    for i in range(args.repeat):
+        for name, db in dbs.items():
+            got[name].append(_whole_process(_argv("capplan", db)))
+        print(f"  round {i + 1}/{args.repeat}: 3 models {got['few'][-1][0]:.2f} s, {args.against_models} models "
+              f"{got['many'][-1][0]:.2f} s", file=sys.stderr, flush=True)
+    for name in dbs:
+        out[f"{name}_seconds"] = statistics.median(s for s, _ in got[name])
+        out[f"{name}_peak_mib"] = max(m for _, m in got[name])
+    out["many_over_few"] = statistics.median(m / f for (m, _), (f, _) in zip(got["many"], got["few"], strict=True))
+    out["load_1min_end"] = os.getloadavg()[0]
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, float]:
     sys.path.insert(0, str(REPO))
     from capplan.sample import SampleSpec
@@ -235,6 +267,8 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30, help="Days generated (the last is held back). [days]")
     parser.add_argument("--requests-per-day", type=float, default=700_000, help="[requests/day]")
     parser.add_argument("--models", type=int, help="Rename the rows' models to this many distinct names. [count]")
+    parser.add_argument("--against-models", type=int,
+                        help="Time capplan alone on 3 models against this many (same rows). [count]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="Interleaved rounds; medians are reported.")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/capplan-bench"))
@@ -245,9 +279,14 @@ def main() -> None:
     if args.child:
         child(args.child, args.db)
         return
-    out = run(args)
+    out = run_models(args) if args.against_models else run(args)
     if args.json:
         print(json.dumps(out, indent=2))
+    elif args.against_models:
+        print(f"rows: {out['rows']:,}   load average {out['load_1min']:.1f} -> {out['load_1min_end']:.1f}   "
+              f"capplan profile --rebuild, whole processes, medians of {args.repeat} interleaved rounds")
+        print(f"3 models {out['few_seconds']:.2f} s ({out['few_peak_mib']:.0f} MiB), {out['models']:,} models "
+              f"{out['many_seconds']:.2f} s ({out['many_peak_mib']:.0f} MiB): {out['many_over_few']:.2f}x")
     else:
         print_table(out, args.repeat)
 

@@ -485,29 +485,32 @@ class WindowRollup:
         return {"hour": hour_index, "model": model_index, "peak": peak[at]} | {k: v[at] for k, v in columns.items()}
 
     def _sparse_rows(self) -> dict[str, np.ndarray]:
-        """The kept rows as one array per column (concatenated once, kept so), with ``hour`` and ``cell``."""
+        """The kept rows as one array per column (concatenated once, kept so), with ``hour`` and ``cell``
+        (index in ``cells``, the (hour, model) keys with arrivals, hour-major), and the tables' layout:
+        ``cell_at`` (the table row of each cell) and ``hour_at`` (of each hour in ``hours``, those with
+        arrivals: its all-models row, after its models')."""
         if self._cells is None:
             empty = {"second": np.int64, "model": np.int64, "status_class": np.uint8, "input_tokens": np.int64,
                      "output_tokens": np.int64, "ttft_ms": np.float64, "latency_ms": np.float64}
             rows = {name: np.concatenate([r[name] for r in self._rows]) if self._rows else np.zeros(0, dtype)
                     for name, dtype in empty.items()}
             self._rows = []
+            n_models = max(len(self.models), 1)
             rows["hour"] = rows["second"] // S_PER_HOUR
-            key = rows["hour"] * max(len(self.models), 1) + rows["model"]
-            rows["cells"] = np.unique(key)  # the (hour, model) pairs with arrivals, hour-major
-            rows["cell"] = np.searchsorted(rows["cells"], key)
+            rows["cells"], rows["cell"] = _distinct(rows["hour"] * n_models + rows["model"], self.n_hours * n_models)
+            rows["cell_hour"] = rows["cells"] // n_models
+            rows["hours"] = np.flatnonzero(np.bincount(rows["cell_hour"], minlength=self.n_hours))
+            rows["cell_at"], rows["hour_at"] = _hour_major(rows["cell_hour"], rows["hours"], self.n_hours)
             self._cells = rows
         return self._cells
 
     def _sparse_cells(self) -> dict[str, np.ndarray]:
         """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, then per hour."""
         rows = self._sparse_rows()
-        n_models, n_cells = max(len(self.models), 1), len(rows["cells"])
+        logged = {name: ~np.isnan(rows[name]) for name in _TIMES}
         parts = []
-        for key, n_keys, model in ((rows["cell"], n_cells, rows["cells"] % n_models),
-                                   (rows["hour"], self.n_hours, None)):  # per model, then all models
-            logged = {name: ~np.isnan(rows[name]) for name in _TIMES}
-            part = {
+        for key, n_keys in ((rows["cell"], len(rows["cells"])), (rows["hour"], self.n_hours)):  # per model, all
+            parts.append({
                 "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
                                       minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
                 # float64 weights are exact below 2^53 tokens per window and key
@@ -517,16 +520,13 @@ class WindowRollup:
                                        for t in _TIMES], axis=1),
                 "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
                 "peak": _busiest_second(key, rows["second"] % S_PER_HOUR, n_keys),
-            }
-            if model is None:
-                part["hour"] = np.arange(self.n_hours)
-                part = {k: v[part["status"].sum(axis=1) > 0] for k, v in part.items()}
-                part["model"] = np.full(len(part["hour"]), len(self.models))
-            else:
-                part["hour"], part["model"] = rows["cells"] // n_models, model
-            parts.append(part)
-        order = np.lexsort([np.concatenate([p["model"] for p in parts]), np.concatenate([p["hour"] for p in parts])])
-        return {k: np.concatenate([p[k] for p in parts])[order] for k in parts[0]}
+            })
+        by_model, by_hour = parts
+        hours, at = rows["hours"], (rows["cell_at"], rows["hour_at"])
+        n_models = max(len(self.models), 1)
+        return {"hour": _merge(*at, rows["cell_hour"], hours),
+                "model": _merge(*at, rows["cells"] % n_models, np.full(len(hours), len(self.models)))} | {
+            k: _merge(*at, by_model[k], by_hour[k][hours]) for k in by_model}
 
     def histogram(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
@@ -543,14 +543,16 @@ class WindowRollup:
         """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
         non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
         width = len(self.models) + 1
-        per_metric, cells = {}, []
+        per_metric = {}
         for metric in METRICS:
-            hour_index, model_index, column, counts = self._bins_of(metric)  # grouped by (hour, model)
-            cell = hour_index * width + model_index
-            order = np.argsort(cell, kind="stable")  # cells ascending, bins ascending within each
-            per_metric[metric] = cell[order], column[order], counts[order]
-            cells.append(np.unique(cell))
-        cells = np.unique(np.concatenate(cells))
+            hour_index, model_index, column, counts = self._bins_of(metric)
+            per_metric[metric] = hour_index * width + model_index, column, counts  # cells ascending
+        if self.dense:  # at most n_hours x (models + 1) cells: few
+            cells = np.unique(np.concatenate([cell for cell, _, _ in per_metric.values()]))
+        else:  # every (hour, model) with arrivals has input-token bins: the traffic table's cells
+            rows, n_models = self._sparse_rows(), max(len(self.models), 1)
+            cells = _merge(rows["cell_at"], rows["hour_at"], rows["cell_hour"] * width + rows["cells"] % n_models,
+                           rows["hours"] * width + len(self.models))
         columns = [self._hour_array(cells // width), self._names(cells % width, all_models)]
         for cell, column, counts in per_metric.values():
             offsets = arrow.array(np.append(np.searchsorted(cell, cells), len(cell)).astype(np.int32))
@@ -559,8 +561,8 @@ class WindowRollup:
         return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
 
     def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, grouped by
-        (hour, model) with columns ascending in each; bin column = bin + 1."""
+        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, ordered by
+        hour, then model (the all-models index ``len(models)`` last), then column; bin column = bin + 1."""
         return (self._dense_bins if self.dense else self._sparse_bins)(metric)
 
     @staticmethod
@@ -585,15 +587,17 @@ class WindowRollup:
             cell, hour, column = rows["cell"], rows["hour"], self._token_bins(values)
         column = column.astype(np.int64) + 1  # bin -1 -> column 0
         width = int(column.max(initial=0)) + 1
-        codes, counts = np.unique(cell * width + column, return_counts=True)
-        cells = rows["cells"][codes // width]
-        n_models = max(len(self.models), 1)
+        codes, counts = np.unique(cell * width + column, return_counts=True)  # by cell, then column
+        cell_index = codes // width
         by_hour = np.bincount(hour * width + column, minlength=self.n_hours * width)
-        all_code = np.flatnonzero(by_hour)
-        hour_index = np.concatenate([cells // n_models, all_code // width])
-        model_index = np.concatenate([cells % n_models, np.full(len(all_code), len(self.models))])
-        return hour_index, model_index, np.concatenate([codes % width, all_code % width]), np.concatenate(
-            [counts, by_hour[all_code]])
+        all_code = np.flatnonzero(by_hour)  # by hour, then column
+        all_hour = all_code // width
+        at = _hour_major(rows["cell_hour"][cell_index], all_hour, self.n_hours)
+        cells, n_models = rows["cells"][cell_index], max(len(self.models), 1)
+        return (_merge(*at, cells // n_models, all_hour),
+                _merge(*at, cells % n_models, np.full(len(all_code), len(self.models))),
+                _merge(*at, codes - cell_index * width, all_code - all_hour * width),
+                _merge(*at, counts, by_hour[all_code]))
 
     def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
@@ -641,3 +645,31 @@ def _busiest_second(key: np.ndarray, second_of_hour: np.ndarray, n_keys: int) ->
 
 
 _DENSE_SECONDS = 1 << 22  # (key, second) cells counted densely up to this many: 32 MiB of int64 [cells]
+_DENSE_KEYS = 1 << 22  # keys ranked densely up to this many: 32 MiB of int64 [keys]
+
+
+def _distinct(key: np.ndarray, n_keys: int, dense_limit: int = _DENSE_KEYS) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``key`` (``0 <= key < n_keys``) ascending, and the index of each key among them:
+    by one ``bincount`` when ``n_keys`` is at most ``dense_limit``, else by sorting (``np.unique``)."""
+    if n_keys > dense_limit:
+        distinct, index = np.unique(key, return_inverse=True)
+        return distinct, index.reshape(-1)
+    present = np.bincount(key, minlength=n_keys) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
+
+
+def _hour_major(model_hour: np.ndarray, all_hour: np.ndarray, n_hours: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions that interleave two sequences, each in hour order, hour by hour: in each hour the
+    first's entries (per model), then the second's (all models). ``model_hour``, ``all_hour``: the hour
+    of each entry, non-decreasing. Use with :func:`_merge`."""
+    n_model, n_all = np.bincount(model_hour, minlength=n_hours), np.bincount(all_hour, minlength=n_hours)
+    model_at = np.arange(len(model_hour)) + (np.cumsum(n_all) - n_all)[model_hour]
+    all_at = np.arange(len(all_hour)) + np.cumsum(n_model)[all_hour]
+    return model_at, all_at
+
+
+def _merge(model_at: np.ndarray, all_at: np.ndarray, model_values: np.ndarray, all_values: np.ndarray) -> np.ndarray:
+    """One array of both parts' values, each at the position :func:`_hour_major` gave it."""
+    out = np.empty((len(model_at) + len(all_at), *model_values.shape[1:]), np.result_type(model_values, all_values))
+    out[model_at], out[all_at] = model_values, all_values
+    return out

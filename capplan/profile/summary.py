@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
+import math
 from datetime import date, datetime, timedelta
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
+import pyarrow as arrow
+import pyarrow.compute as arrow_compute
 
+from capplan import sql
+from capplan.profile.bins import HISTOGRAM_GAMMA
 from capplan.profile.read import (
     TOKEN_QUANTILES,
     TTFT_QUANTILES,
     histogram_quantiles,
     hourly_traffic,
     period_token_sums,
+    since_utc,
     sli_event_counts,
 )
 from capplan.profile.schemas import ALL_MODELS
 
 _HOUR = timedelta(hours=1)
+_TOKENS = ("input_tokens", "output_tokens")
+MERGE_CELLS = 1 << 22
+"""Most models × bins whose whole-window token histograms :func:`token_stats` merges in numpy (32 MiB of
+int64 per metric); with more, DuckDB merges them (``sql/rpt_histogram_quantiles.sql``). [cells]"""
+_TOKEN_COLUMNS = 1_100
+"""Bin columns (bin + 1) held from the start: an int32 token count falls in bin <= 1,083 (γ = 1.02). [bins]"""
+_BATCH_ROWS = 1 << 16
 
 
 def _num(value: Any) -> float | int | None:
@@ -36,19 +50,80 @@ def token_stats(con: duckdb.DuckDBPyConnection, model: str | None, since: date |
     Means are exact (token sums / requests) [tokens]; percentiles from the merged histograms, within
     ``HISTOGRAM_RELATIVE_ERROR``. With ``models``, one entry ``model`` for the union of those log models (a pool).
     """
-    long = histogram_quantiles(con, ("input_tokens", "output_tokens"), TOKEN_QUANTILES, "all", model, since, models)
     sums = period_token_sums(con, "all", model, since, models)
+    quantiles = _token_quantiles(con, list(sums["model"]), model, since, models)
     stats: dict[str, dict] = {}
-    empty = long.iloc[:0]
-    by_key = dict(iter(long.groupby(["model", "metric"], sort=False)))  # one pass: thousands of models are real
     for row in sums.itertuples():
         stats[row.model] = {"requests": int(row.requests)}
-        for metric in ("input_tokens", "output_tokens"):
-            mine = by_key.get((row.model, metric), empty)
+        for metric in _TOKENS:
             entry = {"mean": _num(getattr(row, f"{metric}_sum") / row.requests) if row.requests else None}
-            entry |= {f"p{round(q * 100)}": _num(v) for q, v in zip(mine["q"], mine["value"], strict=True)}
+            entry |= {f"p{round(q * 100)}": _num(v) for q, v in quantiles.get((row.model, metric), ())}
             stats[row.model][metric] = entry
     return stats
+
+
+def _token_quantiles(con: duckdb.DuckDBPyConnection, names: list[str], model: str | None,
+                     since: date | datetime | str | None, models: Sequence[str] | None,
+                     merge_cells: int = MERGE_CELLS) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """{(model, metric): [(q, value) for q in TOKEN_QUANTILES]} of input and output tokens over the window,
+    the figures of ``histogram_quantiles(con, ..., "all", model, since, models)``.
+
+    Thousands of models (LoRA adapters, tenants) store tens of millions of (hour, model, bin) counts: DuckDB
+    merges them one row per bin, numpy with one ``bincount`` per batch of stored rows into models × bins
+    counts, several times faster. So ``names`` (the models of ``period_token_sums``) are merged in numpy while
+    models × bins stays within ``merge_cells``, else by the query.
+    """
+    merged = _merged_token_bins(con, names, model, since, models, merge_cells)
+    if merged is None:
+        long = histogram_quantiles(con, _TOKENS, TOKEN_QUANTILES, "all", model, since, models)
+        return {key: list(zip(g["q"], g["value"], strict=True))
+                for key, g in long.groupby(["model", "metric"], sort=False)}
+    return {(names[i], metric): q_values for metric, counts in merged.items()
+            for i, q_values in enumerate(_bin_quantiles(counts[:len(names)], TOKEN_QUANTILES)) if q_values}
+
+
+def _merged_token_bins(con: duckdb.DuckDBPyConnection, names: list[str], model: str | None,
+                       since: date | datetime | str | None, models: Sequence[str] | None,
+                       merge_cells: int) -> dict[str, np.ndarray] | None:
+    """Per metric, the counts of every model (row i: ``names[i]``; a last row for any other) by bin column
+    (bin + 1), summed over the window's hours; ``None`` when models × bins would outgrow ``merge_cells``."""
+    rows, width = len(names) + 1, _TOKEN_COLUMNS
+    if rows * width > merge_cells:
+        return None
+    counts = {metric: np.zeros((rows, width), np.int64) for metric in _TOKENS}
+    params = {"model": model, "since_utc": since_utc(since), "models": None if models is None else list(models)}
+    known = arrow.array(names, arrow.string())
+    for batch in con.sql(sql.load("rpt_histogram_token_bins"), params=params).to_arrow_reader(_BATCH_ROWS):
+        row = arrow_compute.fill_null(arrow_compute.index_in(batch.column("model"), value_set=known), len(names))
+        row = row.to_numpy().astype(np.int64)
+        for metric in _TOKENS:
+            bins = batch.column(f"{metric}_bins")
+            parent = arrow_compute.list_parent_indices(bins).to_numpy()
+            column = bins.flatten().to_numpy().astype(np.int64) + 1  # bin -1 -> column 0
+            top = int(column.max(initial=0)) + 1
+            if top > width:  # a bin beyond int32 tokens (a metrics histogram): grow, within the limit
+                if rows * top > merge_cells:
+                    return None
+                counts = {m: np.pad(c, ((0, 0), (0, top - width))) for m, c in counts.items()}
+                width = top
+            # float64 weights are exact below 2^53 requests per batch and bin
+            counts[metric] += np.bincount(row[parent] * width + column, weights=batch.column(f"{metric}_counts").flatten(
+                ).to_numpy(), minlength=rows * width).reshape(rows, width).astype(np.int64)
+    return counts
+
+
+def _bin_quantiles(counts: np.ndarray, quantiles: Sequence[float]) -> list[list[tuple[float, float]]]:
+    """[(q, value)] of each row of ``counts`` (bin column = bin + 1; an empty row has none), by the rule of
+    ``sql/rpt_histogram_quantiles.sql``: the bin holding the ``ceil(q·n)``-th smallest value (at least the
+    first), reported as ``2·γ^(bin+1) / (1 + γ)``, computed in the same order; bin -1 reports 0."""
+    cumulative = np.cumsum(counts, axis=1)
+    total = cumulative[:, -1] if counts.shape[1] else np.zeros(len(counts), np.int64)
+    columns = [np.argmax(cumulative >= np.maximum(np.ceil(q * total.astype(np.float64)), 1)[:, None], axis=1)
+               for q in quantiles]
+    value = {c: 0.0 if c == 0 else 2 * math.pow(HISTOGRAM_GAMMA, c) / (1 + HISTOGRAM_GAMMA)
+             for c in np.unique(np.concatenate(columns)).tolist()}
+    return [[(q, value[int(c[i])]) for q, c in zip(quantiles, columns, strict=True)] if total[i] else []
+            for i in range(len(counts))]
 
 
 def profile_summary(
@@ -84,7 +159,7 @@ def profile_summary(
     avg_qps = float(rated["requests"].sum()) / seconds if seconds and total else None
     peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
     peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
-    tokens = token_stats(con, model, since)
+    tokens = token_stats(con, model, since)  # every model's: thousands are real
     sli = sli_event_counts(con, ttft_threshold_ms, scope, since)  # totals only: not the hourly TTFT percentiles
     ttft = histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since)
     valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())

@@ -31,6 +31,8 @@ CASES = {
                         "--workdir", "{tmp}"], "capplan"),
     "profile": (["benchmarks/profile.py", "--days", "2", "--requests-per-day", "2000", "--repeat", "1",
                  "--workdir", "{tmp}"], "one day / full rebuild"),
+    "profile_models": (["benchmarks/profile.py", "--days", "2", "--requests-per-day", "2000", "--repeat", "1",
+                        "--against-models", "50", "--workdir", "{tmp}"], "50 models"),
     "run_all": (["benchmarks/run_all.py", "--sizes", "20K", "--sections", "ingest,profile", "--workdir", "{tmp}"],
                 "capplan profile --rebuild"),
     "plan": (["benchmarks/plan.py", "--repeat", "1"], "plan_over_empty_flow"),

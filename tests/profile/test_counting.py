@@ -17,6 +17,7 @@ from capplan import profile
 from capplan.profile.counting import (
     US_PER_HOUR,
     WindowRollup,
+    _distinct,
     _TokenBins,
     log_bins,
     peak_in_flight_by_model,
@@ -136,6 +137,35 @@ def _sorted(table: arrow.Table) -> arrow.Table:
     return table.sort_by([(k, "ascending") for k in keys])
 
 
+def test_packed_bins_are_the_same_dense_or_sparse(day):
+    """fct_histogram_hourly_bins' rows: the same table, row for row, counted densely or sparsely, and the
+    same bins as the one-row-per-bin table (the rows of each (hour, model), each metric's bins ascending)."""
+    dense, sparse = (_roll(day, [7_000], dense).histogram_bins(profile.ALL_MODELS) for dense in (True, False))
+    assert dense.equals(sparse)
+    rows = _roll(day, [], dense=False).histogram(profile.ALL_MODELS).to_pandas()  # each metric's: by hour, model
+    packed = sparse.to_pandas()
+    cells = rows[rows["metric"] == "input_tokens"][["hour_utc", "model"]].drop_duplicates(ignore_index=True)
+    assert packed[["hour_utc", "model"]].equals(cells)  # every request has input tokens
+    for metric in profile.METRICS:
+        mine = packed.explode([f"{metric}_bins", f"{metric}_counts"]).dropna(subset=f"{metric}_bins")
+        want = rows[rows["metric"] == metric]
+        np.testing.assert_array_equal(mine[["hour_utc", "model"]], want[["hour_utc", "model"]])
+        np.testing.assert_array_equal(mine[f"{metric}_bins"].astype(int), want["bin"])
+        np.testing.assert_array_equal(mine[f"{metric}_counts"].astype(int), want["count"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(key=st.lists(st.integers(0, 40), max_size=60))
+def test_distinct_counts_or_sorts_to_the_same_ranks(key):
+    """The distinct keys and each key's rank among them, by a bincount over the key space or by sorting."""
+    key = np.array(key, np.int64)
+    distinct, index = np.unique(key, return_inverse=True)
+    for dense_limit in (41, 0):  # counted densely, then sorted
+        got, at = _distinct(key, 41, dense_limit)
+        np.testing.assert_array_equal(got, distinct)
+        np.testing.assert_array_equal(at, index.reshape(-1))
+
+
 @pytest.mark.parametrize("dense", [True, False])
 def test_lookback_rows_feed_only_the_sweep(dense):
     """A request arriving before the window and still running counts in flight, not as an arrival."""
@@ -171,6 +201,7 @@ def test_concurrency_needs_the_spans():
 def test_empty_window_gives_empty_tables(dense):
     rollup = WindowRollup(T0_HOUR, 3, [], INV_LN_GAMMA, in_flight=True, dense=dense)
     assert rollup.traffic("x").num_rows == rollup.histogram("x").num_rows == rollup.concurrency("x").num_rows == 0
+    assert rollup.histogram_bins("x").num_rows == 0
     assert US_PER_HOUR == 3_600 * 1_000_000
 
 

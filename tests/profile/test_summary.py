@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from capplan import profile
+from capplan.profile import read, summary
 from capplan.profile.bins import HISTOGRAM_RELATIVE_ERROR
 
 
@@ -31,3 +33,32 @@ def test_token_stats_of_several_models_is_their_union(con, golden, load_rows):
     assert alone["requests"] == 3 and alone["input_tokens"]["mean"] == pytest.approx(350 / 3)
     assert abs(alone["input_tokens"]["p99"] - 200.0) <= HISTOGRAM_RELATIVE_ERROR * 200.0
     assert profile.token_stats(con, "a", None)["a"] == alone  # one model by name: the same figures
+
+
+@pytest.mark.parametrize(("model", "since", "models"), [
+    (None, None, None), ("__all__", None, None), (None, "2026-01-10", None), ("pool", None, "two")])
+def test_token_percentiles_merged_in_numpy_equal_duckdbs(month, model, since, models):
+    """Many models: token_stats merges the stored hourly bins per model in numpy, not one row per bin in
+    DuckDB; every percentile of every model (and of a pool, and since a day) is the query's, to the last bit."""
+    con, raw, _ = month
+    if models == "two":
+        models = sorted(raw["model"].unique())[:2]
+    names = list(read.period_token_sums(con, "all", model, since, models)["model"])
+    assert len(names) >= 1
+    in_numpy = summary._token_quantiles(con, names, model, since, models)
+    in_duckdb = summary._token_quantiles(con, names, model, since, models, merge_cells=0)
+    assert in_numpy == in_duckdb
+    assert sorted(in_numpy) == sorted((name, m) for name in names for m in ("input_tokens", "output_tokens"))
+    long = read.histogram_quantiles(con, ("input_tokens",), read.TOKEN_QUANTILES, "all", model, since, models)
+    first = long.iloc[0]
+    assert dict(in_numpy[(first["model"], "input_tokens")])[first["q"]] == first["value"]
+
+
+def test_bin_quantiles_golden():
+    """Counts 3 in bin -1 (column 0), 1 in bin 0, 6 in bin 34 (n = 10): p50 is the 5th smallest, in bin 34,
+    reported as 2 * 1.02^35 / 2.02; p10 the 1st (bin -1): 0; a row with no counts has none."""
+    counts = np.zeros((2, 36), np.int64)
+    counts[0, [0, 1, 35]] = [3, 1, 6]
+    got = summary._bin_quantiles(counts, (0.1, 0.4, 0.5))
+    assert got[0] == [(0.1, 0.0), (0.4, 2 * 1.02 / 2.02), (0.5, 2 * 1.02**35 / 2.02)]
+    assert got[1] == []
