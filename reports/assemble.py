@@ -29,6 +29,8 @@ from capplan.sizing.cost.plan import OPTIONS
 HISTORY_DAYS_SHOWN = 56
 #: Alert episodes listed in the report's table (all are drawn on the burn-down). [count]
 MAX_EPISODES_LISTED = 20
+#: Key of the performance model's operating curves: drawn with the charts, shown under the pools table.
+OPERATING_CURVE = "operating-curve"
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,8 @@ def chart_keys(inputs: ReportInputs) -> list[str]:
 
 def draw_charts(inputs: ReportInputs, keys: Sequence[str] | None = None) -> list[Chart]:
     """Every chart of the report (only those of ``keys`` when given, in the report's order), each with a caption
-    saying how to read it; per pool as small multiples."""
+    saying how to read it; per pool as small multiples. The operating curves (:data:`OPERATING_CURVE`) are among
+    them: :func:`build_report` puts them under the pools table."""
     return [Chart(key, title, caption, draw()) for key, title, caption, draw in _chart_plan(inputs)
             if keys is None or key in keys]
 
@@ -187,6 +190,8 @@ def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], 
          lambda: _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
                                                                          p.forecast.attrs.get("model", "")))),
     ]
+    curves = _operating_curve_plan(plans)  # not among the report's charts: shown under the pools table
+    out += [curves] if curves is not None else []
     for ev in inputs.slos:
         key = "slo-" + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
         out.append((key, f"Error budget: {ev.status.name}",
@@ -220,8 +225,14 @@ def _summary(values: list[str]) -> str:
 
 
 def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
-    """Arrange the stage results as a validated :class:`PlanReport`."""
+    """Arrange the stage results as a validated :class:`PlanReport`.
+
+    ``chart_list`` is :func:`draw_charts`'s: the operating curves (key :data:`OPERATING_CURVE`) go under the
+    pools table, every other chart to the report's charts.
+    """
     plans = inputs.pools
+    curves = [c for c in chart_list if c.key == OPERATING_CURVE]
+    chart_list = [c for c in chart_list if c.key != OPERATING_CURVE]
     shared = inputs.fleet.commitments
     reserved = "; ".join(f"{c.reserved_gpus} {gpu} GPU(s) shared by {', '.join(c.per_pool_reserved_gpus)} "
                          f"(per-pool commitment would reserve {sum(c.per_pool_reserved_gpus.values())}; sharing saves "
@@ -234,8 +245,8 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         model_name=f"{len(plans)} pool(s) ({', '.join(f'{p.name}: {p.pool.model}' for p in plans)})",
         headline=headline(inputs), recommended_reserved_gpus=int(sum(c.reserved_gpus for c in shared.values())),
         budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
-        tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
-        summary=summary(inputs),
+        tables=_tables(inputs, curves[0] if curves else None), notes=list(inputs.notes), forecast=forecast,
+        reserved_summary=reserved, summary=summary(inputs),
         variance=_fleet_as_total(inputs.earlier.variance) if inputs.earlier is not None else None)
 
 
@@ -275,18 +286,28 @@ def pool_table(plans: tuple[PoolPlan, ...]) -> pd.DataFrame:
 def operating_curve_chart(plans: tuple[PoolPlan, ...]) -> Chart | None:
     """Per pool whose throughput is modelled or calibrated, the performance model's curve the plan read its
     throughput from (:attr:`capplan.plan.throughput.ThroughputEstimate.curve`); ``None`` when no pool has one."""
+    planned = _operating_curve_plan(plans)
+    if planned is None:
+        return None
+    key, title, caption, draw = planned
+    return Chart(key, title, caption, draw())
+
+
+def _operating_curve_plan(plans: tuple[PoolPlan, ...]) -> tuple[str, str, str, Callable[[], bytes]] | None:
+    """:func:`operating_curve_chart` as ``(key, title, caption, draw)``, as :func:`_chart_plan`; ``None`` when no
+    pool has a curve."""
     curved = [p for p in plans if p.throughput is not None and p.throughput.curve is not None]
     if not curved:
         return None
     others = [f"{p.name}: no modelled curve ({p.throughput_source})" for p in plans if p not in curved]
-    png = charts.chart_png(draw_operating_curves, curved, n_axes=len(curved),
-                           size_in=(max(8.0, 4.2 * len(curved)), 3.4))
-    return Chart("operating-curve", "Throughput and TPOT against batch, per pool (modelled)",
-                 "Modelled by the performance model (sizing.performance) at each pool's production token mix, on its "
-                 "GPU, TP and precision, over batch sizes up to the KV-memory batch limit: output tokens/s per GPU "
-                 "(left axis) and mean TPOT (right axis, dashed; dotted: the TPOT target); red: the batch the plan "
-                 "runs at. " + "; ".join(_curve_text(p) for p in curved) + "."
-                 + (" " + "; ".join(others) + "." if others else ""), png)
+    return (OPERATING_CURVE, "Throughput and TPOT against batch, per pool (modelled)",
+            "Modelled by the performance model (sizing.performance) at each pool's production token mix, on its "
+            "GPU, TP and precision, over batch sizes up to the KV-memory batch limit: output tokens/s per GPU "
+            "(left axis) and mean TPOT (right axis, dashed; dotted: the TPOT target); red: the batch the plan "
+            "runs at. " + "; ".join(_curve_text(p) for p in curved) + "."
+            + (" " + "; ".join(others) + "." if others else ""),
+            lambda: charts.chart_png(draw_operating_curves, curved, n_axes=len(curved),
+                                     size_in=(max(8.0, 4.2 * len(curved)), 3.4)))
 
 
 def draw_operating_curves(axes, plans: list[PoolPlan]) -> dict[str, dict]:
@@ -313,7 +334,7 @@ def _curve_text(p: PoolPlan) -> str:
             "sequences")
 
 
-def _tables(inputs: ReportInputs) -> list[Table]:
+def _tables(inputs: ReportInputs, operating_curve: Chart | None) -> list[Table]:
     slo = pd.DataFrame([{k: v for k, v in ev.status.to_record().items()
                          if k in ("name", "target", "sli", "budget_remaining_fraction", "burn_rate")}
                         for ev in inputs.slos])
@@ -330,7 +351,7 @@ def _tables(inputs: ReportInputs) -> list[Table]:
               "tokens per sequence, burst ratio), the GPUs each constraint alone needs [GPUs], what binds and by how "
               "much; throughput source: measured (a load test), calibrated (a load test carried to the pool's "
               "mix by the performance model), modelled (the performance model) or assumed (the GPU catalogue's "
-              "rates); the assumptions table says what each rests on.", operating_curve_chart(inputs.pools)),
+              "rates); the assumptions table says what each rests on.", operating_curve),
         Table("Demand and constraints by month", demand,
               "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs], "
               "per pool."),

@@ -140,7 +140,10 @@ def test_report_folder_holds_every_output_and_the_resolved_config(planned_report
     assert {"report.html", "report.md", "budget.csv", "budget.xlsx", "config.json", "forecast.csv", "charts"} <= names
     assert len(list((folder / "charts").glob("*.png"))) == 9 + len(cfg.slos)  # per-pool small multiples + fleet
     md = (folder / "report.md").read_text()
-    assert "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)" in md
+    curve = "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)"
+    assert md.count(curve) == 1  # drawn in the charts stage, shown once: under the pools table, not among the charts
+    pools_section = md.split("### Pools", 1)[1].split("\n### ", 1)[0]
+    assert curve in pools_section
     resolved = CapplanConfig.model_validate_json((folder / "config.json").read_text())
     assert resolved == cfg
     md = (folder / "report.md").read_text()
