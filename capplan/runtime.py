@@ -56,6 +56,9 @@ from typing import Any, TypeVar
 STOP_GRACE_S = 5.0
 #: How often the guard checks that the server still exists. [s]
 POLL_S = 1.0
+#: Most worker processes :func:`worker_processes` forks by default: the plan's stages have a few jobs each (one
+#: per pool, one per chart), and each worker holds its own copy of the pages it touches. [count]
+MAX_WORKERS = 4
 
 _write_ends: list[int] = []  # kept open for the life of this process; their closing is the signal
 _workers: list[Executor] = []  # the processes of the innermost :func:`worker_processes` block, if any
@@ -267,8 +270,9 @@ def _alive(pid: int) -> bool:
 
 @contextmanager
 def worker_processes(count: int | None = None) -> Iterator[Executor | None]:
-    """Fork ``count`` worker processes now (default: one per core; none with one core) for :func:`in_workers`
-    to use while the block runs; stop them at its end.
+    """Fork ``count`` worker processes now (default: one per core this process may use, at most
+    :data:`MAX_WORKERS`; none with one core) for :func:`in_workers` to use while the block runs; stop them at
+    its end.
 
     Call it once the command has imported what its workers will run, and before it starts a thread:
     the workers are forked at once, here (``ProcessPoolExecutor`` with the ``fork`` context launches
@@ -279,7 +283,9 @@ def worker_processes(count: int | None = None) -> Iterator[Executor | None]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    count = (os.cpu_count() or 1) if count is None else count
+    if count is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        count = min(cores, MAX_WORKERS)
     if count < 2 or threading.active_count() > 1:  # nothing to gain, or a thread that a fork could break
         yield None
         return
