@@ -25,9 +25,15 @@ stages (and without importing Prefect's server package here), so its seconds of 
 other core meanwhile.
 
 Any fork of this process (a library's) closes the guard pipes' write ends in the child, so a
-kill -9 of capplan still stops the temporary server at once. (Session 8 tried forecasting the pools in
-forked workers: no gain measured under load, and forking a process that runs Prefect's threads
-risks a child deadlocked on a lock held at fork; the stage stays serial.)
+kill -9 of capplan still stops the temporary server at once.
+
+:func:`worker_processes` forks the processes the plan's CPU-bound stages spread their jobs over
+(:func:`in_workers`: the pools' forecasts, the report's charts). They are forked once, after the
+command has imported its stages and before any thread exists (Prefect's, rich's): a fork copies the
+imported modules for free but no thread, so no lock can be held at fork by a thread the child lacks
+(session 8 forked from a process already running Prefect's threads, a deadlock risk, and found no
+gain on a busy machine). A worker ignores Ctrl-C (the command stops them) and exits when capplan
+dies, however it dies (:func:`_exit_with_parent`).
 """
 
 from __future__ import annotations
@@ -37,18 +43,28 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 #: Seconds between SIGTERM and SIGKILL when the guard stops an orphaned server. [s]
 STOP_GRACE_S = 5.0
 #: How often the guard checks that the server still exists. [s]
 POLL_S = 1.0
+#: Most worker processes :func:`worker_processes` forks by default: the plan's stages have a few jobs each (one
+#: per pool, one per chart), and each worker holds its own copy of the pages it touches. [count]
+MAX_WORKERS = 4
 
 _write_ends: list[int] = []  # kept open for the life of this process; their closing is the signal
+_workers: list[Executor] = []  # the processes of the innermost :func:`worker_processes` block, if any
+
+K = TypeVar("K", bound=Hashable)
+R = TypeVar("R")
 
 
 def tie_temporary_server_to_this_process() -> None:
@@ -250,6 +266,72 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+@contextmanager
+def worker_processes(count: int | None = None) -> Iterator[Executor | None]:
+    """Fork ``count`` worker processes now (default: one per core this process may use, at most
+    :data:`MAX_WORKERS`; none with one core) for :func:`in_workers` to use while the block runs; stop them at
+    its end.
+
+    Call it once the command has imported what its workers will run, and before it starts a thread:
+    the workers are forked at once, here (``ProcessPoolExecutor`` with the ``fork`` context launches
+    them all on its first submission), so they start with those modules loaded and with no thread of
+    this process (a lock a thread held at the fork would stay locked in the child). Each worker ignores
+    SIGINT and exits when this process does, even by ``kill -9`` (:func:`_exit_with_parent`).
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if count is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        count = min(cores, MAX_WORKERS)
+    if count < 2 or threading.active_count() > 1:  # nothing to gain, or a thread that a fork could break
+        yield None
+        return
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+    pool.submit(int)  # forks every worker now, from this thread
+    _workers.append(pool)
+    try:
+        yield pool
+    finally:
+        _workers.remove(pool)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def in_workers(job: Callable[..., R], args: Mapping[K, tuple]) -> dict[K, R]:
+    """``{key: job(*args[key])}`` in the order of ``args``: while a :func:`worker_processes` block runs, the
+    first job here and the others in its workers, side by side (this process would only wait); else all here,
+    one after the other.
+
+    ``job`` must be a module-level function, its arguments and result picklable. The first failure is
+    raised here, as if the job had run here.
+    """
+    jobs = list(args.items())
+    if not _workers or len(jobs) < 2:
+        return {key: job(*a) for key, a in jobs}
+    futures = {key: _workers[-1].submit(job, *a) for key, a in jobs[1:]}
+    (key, a), *_ = jobs
+    here = job(*a)
+    return {key: here} | {k: future.result() for k, future in futures.items()}
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """A worker's start: ignore Ctrl-C (the command stops its workers) and exit once ``parent_pid`` is gone.
+
+    A worker blocks on its job queue, whose write end it holds itself, so it would not notice its
+    parent's death: a daemon thread checks the parent every :data:`POLL_S` (after the parent's death
+    this process is re-parented, so ``getppid`` changes).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 if __name__ == "__main__":

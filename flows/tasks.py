@@ -31,6 +31,7 @@ from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
+from capplan.runtime import in_workers
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
@@ -127,9 +128,10 @@ def read_load_tests(cfg: CapplanConfig, resolved: list[pools.Pool]) -> pd.DataFr
 @_stage("forecast")
 def forecast_qps(by_pool: dict, months: list[str], cfg: CapplanConfig,
                  measured: dict[str, inputs.MeasuredInputs]) -> dict[str, demand.PlanDemand]:
-    """Each pool's hourly mean-QPS forecast and design peaks, as far as its history allows (the history policy)."""
-    return {name: demand.plan_demand(hourly, months, cfg, measured[name].burst_ratio)
-            for name, (hourly, _daily) in by_pool.items()}
+    """Each pool's hourly mean-QPS forecast and design peaks, as far as its history allows (the history policy);
+    the pools side by side in the command's worker processes when it has them."""
+    return in_workers(demand.plan_demand, {name: (hourly, months, cfg, measured[name].burst_ratio)
+                                           for name, (hourly, _daily) in by_pool.items()})
 
 
 @_stage("size")
@@ -164,8 +166,9 @@ def find_drift(cfg: CapplanConfig) -> evidence.DriftEvidence:
 
 @_stage("charts")
 def draw_charts(inputs: assemble.ReportInputs) -> list:
-    """Draw every chart of the report as PNG."""
-    return assemble.draw_charts(inputs)
+    """Draw every chart of the report as PNG; each in one of the command's worker processes when it has them."""
+    drawn = in_workers(assemble.draw_charts, {key: (inputs, (key,)) for key in assemble.chart_keys(inputs)})
+    return [chart for charts in drawn.values() for chart in charts]
 
 
 @_stage("report")

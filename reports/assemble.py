@@ -10,6 +10,7 @@ headline is by construction what the stage functions returned.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,8 @@ from capplan.sizing.cost.plan import OPTIONS
 HISTORY_DAYS_SHOWN = 56
 #: Alert episodes listed in the report's table (all are drawn on the burn-down). [count]
 MAX_EPISODES_LISTED = 20
+#: Key of the performance model's operating curves: drawn with the charts, shown under the pools table.
+OPERATING_CURVE = "operating-curve"
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,21 @@ def _per_pool(draw, plans, args_of, shared_legend: bool = False) -> bytes:
     return charts.chart_png(layout, n_axes=n, size_in=(max(8.0, 4.2 * n), 3.4))
 
 
-def draw_charts(inputs: ReportInputs) -> list[Chart]:
-    """Every chart of the report, each with a caption saying how to read it; per pool as small multiples."""
+def chart_keys(inputs: ReportInputs) -> list[str]:
+    """The keys of the report's charts, in the report's order (:func:`draw_charts` draws them)."""
+    return [key for key, *_ in _chart_plan(inputs)]
+
+
+def draw_charts(inputs: ReportInputs, keys: Sequence[str] | None = None) -> list[Chart]:
+    """Every chart of the report (only those of ``keys`` when given, in the report's order), each with a caption
+    saying how to read it; per pool as small multiples. The operating curves (:data:`OPERATING_CURVE`) are among
+    them: :func:`build_report` puts them under the pools table."""
+    return [Chart(key, title, caption, draw()) for key, title, caption, draw in _chart_plan(inputs)
+            if keys is None or key in keys]
+
+
+def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], bytes]]]:
+    """``(key, title, caption, draw)`` of every chart of the report; ``draw()`` returns its PNG."""
     plans = inputs.pools
 
     def recent(p: PoolPlan) -> pd.Series:
@@ -139,50 +155,52 @@ def draw_charts(inputs: ReportInputs) -> list[Chart]:
                          f"only: no baseline to compare with (the drift test needs {drift.baseline_days + drift.window_days}"
                          f" days of history).")
     out = [
-        Chart("qps-forecast", "Hourly QPS and forecast, per pool",
-              f"Mean QPS per hour of each pool, {shown} and its own forecast to the end of "
-              f"the horizon; shaded: prediction intervals. Each pool is sized for the month's busiest hour times "
-              f"its peak-to-mean ratio of requests in flight ({bursts}).",
-              _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
-                        lambda p: (recent(p), p.forecast))),
-        Chart("peak-to-average", "Daily peak-to-average",
-              "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
-              "the mean." + _step_peak_caption(plans), charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
-        Chart("token-distributions", "Token lengths and their drift", token_caption,
-              charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
-        Chart("fleet-gpus-by-month", "Fleet GPUs by month",
-              "GPUs at P50 per month, stacked by pool; whisker: the fleet's P90 (the sum of the pools' P90s, an "
-              "upper band: the pools' peaks need not coincide).",
-              charts.chart_png(charts.plot_fleet_gpus, _fleet_long(inputs), inputs.fleet.months)),
-        Chart("gpus-by-month", "GPUs by month, per pool",
-              "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
-              "headroom for spares, zone loss and surge; whiskers: P10–P90.",
-              _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,), shared_legend=True)),
-        Chart("cost-by-option", "Fleet cost by option",
-              "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
-              charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
-        Chart("latency-utilisation", "Latency against utilisation, per pool",
-              "Mean latency as utilisation rises (service time = the pool's mean latency: "
-              + ", ".join(f"{p.name} {p.measured.sources.get('latency_s', 'measured')}" for p in plans)
-              + "); the dot is the "
-              "target utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
-              _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
-                                                                    p.sized.operating_latency_s))),
-        Chart("backtest-error", "Forecast backtest error, per pool",
-              "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses "
-              "(an ensemble reads 'mean of N'; the assumptions table names its models).",
-              _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
-                                                                      p.forecast.attrs.get("model", "")))),
+        ("qps-forecast", "Hourly QPS and forecast, per pool",
+         f"Mean QPS per hour of each pool, {shown} and its own forecast to the end of "
+         f"the horizon; shaded: prediction intervals. Each pool is sized for the month's busiest hour times "
+         f"its peak-to-mean ratio of requests in flight ({bursts}).",
+         lambda: _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
+                           lambda p: (recent(p), p.forecast))),
+        ("peak-to-average", "Daily peak-to-average",
+         "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
+         "the mean." + _step_peak_caption(plans), lambda: charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
+        ("token-distributions", "Token lengths and their drift", token_caption,
+         lambda: charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
+        ("fleet-gpus-by-month", "Fleet GPUs by month",
+         "GPUs at P50 per month, stacked by pool; whisker: the fleet's P90 (the sum of the pools' P90s, an "
+         "upper band: the pools' peaks need not coincide).",
+         lambda: charts.chart_png(charts.plot_fleet_gpus, _fleet_long(inputs), inputs.fleet.months)),
+        ("gpus-by-month", "GPUs by month, per pool",
+         "Bar: GPUs the binding constraint needs at P50 (colour: throughput- or memory-bound), grey: "
+         "headroom for spares, zone loss and surge; whiskers: P10–P90.",
+         lambda: _per_pool(charts.plot_gpus_by_month, plans, lambda p: (p.sized.months,), shared_legend=True)),
+        ("cost-by-option", "Fleet cost by option",
+         "P50 monthly cost of each purchasing option, summed over the pools (each with its own commitment).",
+         lambda: charts.chart_png(charts.plot_cost_by_option, _cost_long(inputs))),
+        ("latency-utilisation", "Latency against utilisation, per pool",
+         "Mean latency as utilisation rises (service time = the pool's mean latency: "
+         + ", ".join(f"{p.name} {p.measured.sources.get('latency_s', 'measured')}" for p in plans)
+         + "); the dot is the "
+         "target utilisation of the first month's P50 fleet. Pooling many slots keeps the knee late.",
+         lambda: _per_pool(charts.plot_hockey_stick, plans, lambda p: (p.sized.latency, p.sized.first_p50.target_utilisation,
+                                                                       p.sized.operating_latency_s))),
+        ("backtest-error", "Forecast backtest error, per pool",
+         "Rolling-origin backtest sMAPE of every candidate model; red: the one each pool's forecast uses "
+         "(an ensemble reads 'mean of N'; the assumptions table names its models).",
+         lambda: _per_pool(charts.plot_backtest_error, plans, lambda p: (_backtest(p.forecast),
+                                                                         p.forecast.attrs.get("model", "")))),
     ]
+    curves = _operating_curve_plan(plans)  # not among the report's charts: shown under the pools table
+    out += [curves] if curves is not None else []
     for ev in inputs.slos:
         key = "slo-" + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
-        out.append(Chart(key, f"Error budget: {ev.status.name}",
-                         f"Error budget left over the rolling {ev.status.window_days}-day window "
-                         f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes"
-                         + (f"; dashed grey: the history's first {ev.status.window_days} days, whose window is not "
-                            "yet full (a shorter window's budget, left out of the y-range)"
-                            if "window_full" in ev.burndown and not ev.burndown["window_full"].all() else "") + ".",
-                         charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
+        out.append((key, f"Error budget: {ev.status.name}",
+                    f"Error budget left over the rolling {ev.status.window_days}-day window "
+                    f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes"
+                    + (f"; dashed grey: the history's first {ev.status.window_days} days, whose window is not "
+                       "yet full (a shorter window's budget, left out of the y-range)"
+                       if "window_full" in ev.burndown and not ev.burndown["window_full"].all() else "") + ".",
+                    lambda ev=ev: charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
     return out
 
 
@@ -207,8 +225,14 @@ def _summary(values: list[str]) -> str:
 
 
 def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
-    """Arrange the stage results as a validated :class:`PlanReport`."""
+    """Arrange the stage results as a validated :class:`PlanReport`.
+
+    ``chart_list`` is :func:`draw_charts`'s: the operating curves (key :data:`OPERATING_CURVE`) go under the
+    pools table, every other chart to the report's charts.
+    """
     plans = inputs.pools
+    curves = [c for c in chart_list if c.key == OPERATING_CURVE]
+    chart_list = [c for c in chart_list if c.key != OPERATING_CURVE]
     shared = inputs.fleet.commitments
     reserved = "; ".join(f"{c.reserved_gpus} {gpu} GPU(s) shared by {', '.join(c.per_pool_reserved_gpus)} "
                          f"(per-pool commitment would reserve {sum(c.per_pool_reserved_gpus.values())}; sharing saves "
@@ -221,8 +245,8 @@ def build_report(inputs: ReportInputs, chart_list: list[Chart]) -> PlanReport:
         model_name=f"{len(plans)} pool(s) ({', '.join(f'{p.name}: {p.pool.model}' for p in plans)})",
         headline=headline(inputs), recommended_reserved_gpus=int(sum(c.reserved_gpus for c in shared.values())),
         budget=budget(inputs), assumptions=inputs.assumptions, charts=chart_list,
-        tables=_tables(inputs), notes=list(inputs.notes), forecast=forecast, reserved_summary=reserved,
-        summary=summary(inputs),
+        tables=_tables(inputs, curves[0] if curves else None), notes=list(inputs.notes), forecast=forecast,
+        reserved_summary=reserved, summary=summary(inputs),
         variance=_fleet_as_total(inputs.earlier.variance) if inputs.earlier is not None else None)
 
 
@@ -262,18 +286,28 @@ def pool_table(plans: tuple[PoolPlan, ...]) -> pd.DataFrame:
 def operating_curve_chart(plans: tuple[PoolPlan, ...]) -> Chart | None:
     """Per pool whose throughput is modelled or calibrated, the performance model's curve the plan read its
     throughput from (:attr:`capplan.plan.throughput.ThroughputEstimate.curve`); ``None`` when no pool has one."""
+    planned = _operating_curve_plan(plans)
+    if planned is None:
+        return None
+    key, title, caption, draw = planned
+    return Chart(key, title, caption, draw())
+
+
+def _operating_curve_plan(plans: tuple[PoolPlan, ...]) -> tuple[str, str, str, Callable[[], bytes]] | None:
+    """:func:`operating_curve_chart` as ``(key, title, caption, draw)``, as :func:`_chart_plan`; ``None`` when no
+    pool has a curve."""
     curved = [p for p in plans if p.throughput is not None and p.throughput.curve is not None]
     if not curved:
         return None
     others = [f"{p.name}: no modelled curve ({p.throughput_source})" for p in plans if p not in curved]
-    png = charts.chart_png(draw_operating_curves, curved, n_axes=len(curved),
-                           size_in=(max(8.0, 4.2 * len(curved)), 3.4))
-    return Chart("operating-curve", "Throughput and TPOT against batch, per pool (modelled)",
-                 "Modelled by the performance model (sizing.performance) at each pool's production token mix, on its "
-                 "GPU, TP and precision, over batch sizes up to the KV-memory batch limit: output tokens/s per GPU "
-                 "(left axis) and mean TPOT (right axis, dashed; dotted: the TPOT target); red: the batch the plan "
-                 "runs at. " + "; ".join(_curve_text(p) for p in curved) + "."
-                 + (" " + "; ".join(others) + "." if others else ""), png)
+    return (OPERATING_CURVE, "Throughput and TPOT against batch, per pool (modelled)",
+            "Modelled by the performance model (sizing.performance) at each pool's production token mix, on its "
+            "GPU, TP and precision, over batch sizes up to the KV-memory batch limit: output tokens/s per GPU "
+            "(left axis) and mean TPOT (right axis, dashed; dotted: the TPOT target); red: the batch the plan "
+            "runs at. " + "; ".join(_curve_text(p) for p in curved) + "."
+            + (" " + "; ".join(others) + "." if others else ""),
+            lambda: charts.chart_png(draw_operating_curves, curved, n_axes=len(curved),
+                                     size_in=(max(8.0, 4.2 * len(curved)), 3.4)))
 
 
 def draw_operating_curves(axes, plans: list[PoolPlan]) -> dict[str, dict]:
@@ -300,7 +334,7 @@ def _curve_text(p: PoolPlan) -> str:
             "sequences")
 
 
-def _tables(inputs: ReportInputs) -> list[Table]:
+def _tables(inputs: ReportInputs, operating_curve: Chart | None) -> list[Table]:
     slo = pd.DataFrame([{k: v for k, v in ev.status.to_record().items()
                          if k in ("name", "target", "sli", "budget_remaining_fraction", "burn_rate")}
                         for ev in inputs.slos])
@@ -317,7 +351,7 @@ def _tables(inputs: ReportInputs) -> list[Table]:
               "tokens per sequence, burst ratio), the GPUs each constraint alone needs [GPUs], what binds and by how "
               "much; throughput source: measured (a load test), calibrated (a load test carried to the pool's "
               "mix by the performance model), modelled (the performance model) or assumed (the GPU catalogue's "
-              "rates); the assumptions table says what each rests on.", operating_curve_chart(inputs.pools)),
+              "rates); the assumptions table says what each rests on.", operating_curve),
         Table("Demand and constraints by month", demand,
               "Design peak QPS [requests/s] at P10/P50/P90 and the GPUs each constraint alone needs at P50 [GPUs], "
               "per pool."),

@@ -1,5 +1,5 @@
 """capplan/runtime.py: Prefect's temporary server dies with the capplan process that started it (issue 20, item 12),
-starts early, before Prefect is imported (issue 24)."""
+starts early, before Prefect is imported (issue 24); the plan's worker processes run its jobs, and die with it too."""
 
 from __future__ import annotations
 
@@ -205,3 +205,69 @@ def test_an_api_named_in_a_profile_stops_the_server_started_before_prefect_read_
     assert done.returncode == 0, done.stderr[-3000:]
     # not started as far as the command goes, no server or guard left, the profile's API in force
     assert done.stdout.split() == ["False", "0", "False", "http://127.0.0.1:9/api"]
+
+
+def test_jobs_run_here_and_in_the_forked_workers_in_order_and_a_failure_is_raised_here():
+    script = textwrap.dedent("""
+        import os
+        from capplan.runtime import in_workers, worker_processes
+        with worker_processes(2) as pool:
+            pids = in_workers(os.getpid, {k: () for k in "abcd"})
+            squares = in_workers(pow, {k: (k, 2) for k in (3, 1, 2)})
+            try:
+                in_workers(int, {"here": ("1",), "in a worker": ("not a number",)})
+            except ValueError as exc:
+                failed = "not a number" in str(exc)
+        print(pool is not None, pids["a"] == os.getpid() not in [pids[k] for k in "bcd"],
+              len(pids) == 4, list(pids) == list("abcd"),
+              list(squares.items()) == [(3, 9), (1, 1), (2, 4)], failed)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True"] * 6  # the first job here, the others in the two workers
+
+
+def test_without_workers_the_jobs_run_here_one_after_the_other():
+    from capplan.runtime import in_workers
+
+    assert in_workers(os.getpid, {"a": (), "b": ()}) == {"a": os.getpid(), "b": os.getpid()}
+
+
+def test_no_workers_are_forked_while_another_thread_runs():
+    # a fork copies no thread, but may copy a lock one held: the block then runs its jobs here
+    import threading
+
+    from capplan.runtime import in_workers, worker_processes
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        with worker_processes(2) as pool:
+            assert pool is None
+            assert in_workers(os.getpid, {"a": ()}) == {"a": os.getpid()}
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_workers_exit_when_their_parent_is_killed():
+    starter = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import os, time, psutil
+        from capplan.runtime import in_workers, worker_processes
+        with worker_processes(2):
+            in_workers(time.sleep, {"a": (0.1,), "b": (0.1,)})
+            print(" ".join(str(c.pid) for c in psutil.Process().children()), flush=True)
+            time.sleep(300)
+    """)], stdout=subprocess.PIPE, text=True)
+    workers = [int(pid) for pid in starter.stdout.readline().split()]
+    try:
+        assert len(workers) == 2 and not any(_gone(pid) for pid in workers)
+        starter.kill()
+        starter.wait(10)
+        left = [pid for pid in workers if not _wait_gone(pid, 5 + 2)]
+        assert left == [], f"worker(s) {left} outlived their parent's kill -9"
+    finally:
+        _kill(starter.pid)
+        for pid in workers:
+            _kill(pid)

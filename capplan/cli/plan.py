@@ -19,14 +19,17 @@ OUT_OPTION = typer.Option(None, "--out", help="Report root (default: [report].ou
 MONTH_OPTION = typer.Option(
     None, "--month", help="First month of the plan, YYYY-MM (default: the month after the last complete month of data).")
 VERBOSE_OPTION = typer.Option(False, "--verbose", "-v", help="Show Prefect's log lines as well.")
-#: Modules the run imports only once a stage needs them (Prefect's engines at the first flow, pandera's pandas
-#: backends and their type registrations at the first validation, Holt-Winters and Theta in the forecast, openpyxl
-#: for the report's workbook), imported instead while Prefect's temporary server is still starting, in this order,
-#: until it answers (measured with ``python -X importtime``: ~1.4 s of imports after the flow began).
-IMPORT_WHILE_SERVER_STARTS = ("prefect.flow_engine", "prefect.task_engine", "pandera.backends.pandas.register",
-                              "pandera.backends.pandas.builtin_checks", "pandera.typing.dask", "fastapi.encoders",
-                              "statsmodels.tsa.holtwinters", "statsmodels.tsa.forecasting.theta", "openpyxl",
-                              "matplotlib.backends.backend_agg")
+#: Modules the run imports only once a stage needs them, imported before the worker processes are forked
+#: (:func:`capplan.runtime.worker_processes`), so that every worker starts with them: pandera's pandas backends
+#: and their type registrations (the first validation), Holt-Winters and Theta (the forecast), matplotlib's
+#: PNG canvas (the charts).
+IMPORT_BEFORE_WORKERS = ("pandera.backends.pandas.register", "pandera.backends.pandas.builtin_checks",
+                         "pandera.typing.dask", "statsmodels.tsa.holtwinters", "statsmodels.tsa.forecasting.theta",
+                         "matplotlib.backends.backend_agg")
+#: Modules only this process needs later (Prefect's engines at the first flow, openpyxl for the report's
+#: workbook), imported instead while Prefect's temporary server is still starting, in this order, until it
+#: answers (measured with ``python -X importtime``: with those above, ~1.4 s of imports after the flow began).
+IMPORT_WHILE_SERVER_STARTS = ("prefect.flow_engine", "prefect.task_engine", "fastapi.encoders", "openpyxl")
 
 
 def prefect_environment(verbose: bool) -> None:
@@ -90,12 +93,18 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
     from capplan.db import DatabaseLockedError
     from capplan.flows.plan import monthly_capacity_plan
     from capplan.flows.tasks import stage_listener, stages_for
+    from capplan.runtime import worker_processes
+
+    for name in IMPORT_BEFORE_WORKERS:
+        _import_if_installed(name)
 
     failures: list[str] = []
     stage_seconds: dict[str, float] = {}
     stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, transient=False) as progress:
+    # the pools' forecasts and the charts run in processes forked here, before any thread (rich's, Prefect's) starts
+    with worker_processes(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                                      console=console, transient=False) as progress:
         bar = progress.add_task("starting Prefect", total=len(stages))
 
         def on_stage(stage: str, state: str, seconds: float, message: str) -> None:

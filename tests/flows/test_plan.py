@@ -10,7 +10,10 @@ from that mix, :func:`capplan.plan.pools.pool_fleet_spec`).
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -137,7 +140,10 @@ def test_report_folder_holds_every_output_and_the_resolved_config(planned_report
     assert {"report.html", "report.md", "budget.csv", "budget.xlsx", "config.json", "forecast.csv", "charts"} <= names
     assert len(list((folder / "charts").glob("*.png"))) == 9 + len(cfg.slos)  # per-pool small multiples + fleet
     md = (folder / "report.md").read_text()
-    assert "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)" in md
+    curve = "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)"
+    assert md.count(curve) == 1  # drawn in the charts stage, shown once: under the pools table, not among the charts
+    pools_section = md.split("### Pools", 1)[1].split("\n### ", 1)[0]
+    assert curve in pools_section
     resolved = CapplanConfig.model_validate_json((folder / "config.json").read_text())
     assert resolved == cfg
     md = (folder / "report.md").read_text()
@@ -193,6 +199,33 @@ def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_r
         after = con.execute("select (select count(*) from requests), (select count(*) from ingest_ledger)").fetchone()
     assert after == before
     pd.testing.assert_frame_equal(pd.read_csv(folder / "budget.csv"), budget_before)
+
+
+def test_the_command_in_its_own_process_forecasts_and_draws_in_workers_and_writes_the_same_plan(
+        planned_report, write_plan_config, plan_logs, tmp_path):
+    # `capplan plan` as a user runs it: its own temporary server, the pools' forecasts and the charts in forked
+    # worker processes (capplan.runtime.worker_processes); the harness's run above computed them here, one by one
+    folder, _cfg = planned_report
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120")
+    script = ("import sys, threading, capplan.runtime as r\n"
+              "from capplan.cli import main\n"
+              "forked = []\n"
+              "def watch(job, args, _in=r.in_workers):\n"
+              "    forked.append(bool(r._workers))\n"
+              "    return _in(job, args)\n"
+              "import capplan.flows.tasks as t; t.in_workers = watch\n"
+              "sys.argv = ['capplan', 'plan', '--config', sys.argv[1], '--json']\n"
+              "try:\n    main()\nfinally:\n    print('FORKED', forked, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(write_plan_config(tmp_path, plan_logs))], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "FORKED [True, True]" in done.stderr  # the forecast and the charts ran in the workers
+    ours = Path(json.loads(done.stdout)["report_dir"])
+    for name in ("plan.json", "budget.csv", "forecast.csv"):
+        assert (ours / name).read_bytes() == (folder / name).read_bytes(), name
+    assert sorted(p.name for p in (ours / "charts").iterdir()) == sorted(p.name for p in (folder / "charts").iterdir())
 
 
 def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_plan_config, tmp_path):
