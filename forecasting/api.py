@@ -219,7 +219,8 @@ def _width_note(train_lengths: list[int], h_bt: int, settings: dict[int, tuple[f
     """One sentence on how the interval width was obtained, for ``attrs["interval_width"]``."""
     if not train_lengths:
         return "no backtest window fits in the history: zero-width intervals"
-    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} %, widened x{factor:.2f} by the most recent window"
+    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} % (the {lv} % quantile of the levels each held-out "
+                          f"window's errors needed from the other windows), widened x{factor:.2f} by the most recent window"
                           for lv, (used, factor) in settings.items())
     return (f"errors of {len(train_lengths)} backtest windows of {h_bt} steps, origins after "
             f"{train_lengths[0]}..{train_lengths[-1]} steps of history (every level shift in that span is "

@@ -342,3 +342,4 @@ def test_attrs_say_how_the_combination_and_the_interval_width_were_chosen():
     assert fc.attrs["interval_width"].startswith("errors of 10 backtest windows of 24 steps")
     assert "widened x" in fc.attrs["interval_width"]
     assert "against the observed values" in fc.attrs["interval_width"]
+    assert "quantile of the levels each held-out window's errors needed" in fc.attrs["interval_width"]
