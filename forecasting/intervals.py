@@ -202,12 +202,14 @@ def window_adjusted_level(errors: np.ndarray, level: float) -> float:
     Each backtest window in turn is held out; for each of its errors, the level
     whose interval (:func:`conformal_offsets` of the *other* windows) would just
     cover it is read off the others' normalised errors (:func:`_needed_levels`).
-    The result is the ``level`` % quantile of those needed levels (linear
-    interpolation), never below ``level``: a level at which ``level`` % of the
-    held-out errors are covered. Everything is interpolated, so the level moves
-    continuously with the errors (a bisection on the step function of coverage
-    jumped by several points when one error moved a little: the P95 of heavy-tailed
-    errors, and every month peak simulated from it, jumped with it). ``level``
+    The result is the ``level`` % quantile of those needed levels (the smallest
+    needed level with ``level`` % of them at or below it), never below ``level``:
+    a level at which ``level`` % of the held-out errors are covered. The needed
+    levels come from interpolated ranks, so the result (an order statistic of
+    them) moves continuously with the errors; a bisection on the step function of
+    coverage jumped by several points when one error moved a little, and with
+    heavy-tailed errors the upper bound, and every month peak simulated from it,
+    jumped with it. ``level``
     itself with fewer than two windows; just under 100 when the held-out errors
     need more than the largest error seen.
 
