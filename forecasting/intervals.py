@@ -240,7 +240,7 @@ def _needed_levels(pooled: np.ndarray, scale: np.ndarray, held: np.ndarray) -> n
     n = ordered.size
     if n == 0:
         return np.where(held == 0, 0.0, 100.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         x = np.where(scale > 0, held / scale, np.where(held == 0, 0.0, np.sign(held) * np.inf))
     position = np.interp(x, ordered, np.arange(1, n + 1, dtype=float))
     rank = np.where(x > 0, position, n + 1 - position)
