@@ -116,11 +116,12 @@ def evaluate_servegen(args: tuple[str, pd.Series, np.ndarray]) -> dict:
 
 
 def day_calibration(result, test: np.ndarray) -> dict[str, int]:
-    """Held-out days whose actual peak / total fell below the simulated P90 (and above the P10). [count]"""
+    """Held-out days whose actual peak / total fell below the simulated P90 (peak also: below the P50, above the P10). [count]"""
     days = period_peaks(result, "D")
     actual = pd.Series(test, index=result.frame.index).groupby(result.frame.index.to_period("D"))
     peak, total = actual.max().to_numpy(), actual.sum().to_numpy()
     return {"days": len(days), "peak_below_p90": int(np.sum(peak <= days["peak_p90"].to_numpy())),
+            "peak_below_p50": int(np.sum(peak <= days["peak_p50"].to_numpy())),
             "peak_above_p10": int(np.sum(peak >= days["peak_p10"].to_numpy())),
             "total_below_p90": int(np.sum(total <= days["total_p90"].to_numpy())),
             "peak_below_max_hi80": int(np.sum(peak <= result.frame["hi_80"].groupby(
@@ -163,7 +164,8 @@ def run_servegen(data_dir: Path, limit: int | None, workers: int) -> None:
     for name, part in (("clients", clients), ("pools", pools)):
         days = sum(r["days"] for r in part)
         print(f"auto, {name}: share of held-out days with the actual peak below the simulated P90 of the day's peak "
-              f"{sum(r['peak_below_p90'] for r in part) / days:.3f} (above P10 "
+              f"{sum(r['peak_below_p90'] for r in part) / days:.3f} (below P50 "
+              f"{sum(r['peak_below_p50'] for r in part) / days:.3f}, above P10 "
               f"{sum(r['peak_above_p10'] for r in part) / days:.3f}), total below P90 "
               f"{sum(r['total_below_p90'] for r in part) / days:.3f}; below the max of hourly hi_80 "
               f"{sum(r['peak_below_max_hi80'] for r in part) / days:.3f} ({days} days)")

@@ -19,8 +19,8 @@ from capplan.forecasting.models import MODELS
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
-DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "theta",
-                      "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "profile_ses_hourly",
+                      "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
 #: Sizes of the combination tried: the mean of the 3 or 5 best candidates by backtest MASE, or of
 #: every candidate (0). The size is chosen by leave-one-window-out backtest (:func:`_combination_size`). [count]
 COMBINE_SIZES = (3, 5, 0)
@@ -194,10 +194,10 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     levels = _check_args(horizon, levels, candidates, windows, interval_method)
     values = prepare.check_series(y)
     values = values.loc[values.first_valid_index():]
-    z, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon, season_lengths,
-                                          max_train_seasons, clean_outliers)
+    z, observed, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon,
+                                                              season_lengths, max_train_seasons, clean_outliers)
     result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows,
-                     max(windows, calibration_windows), log, offset)
+                     max(windows, calibration_windows), log, offset, observed)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
     result.info.update({
@@ -219,16 +219,19 @@ def _width_note(train_lengths: list[int], h_bt: int, settings: dict[int, tuple[f
     """One sentence on how the interval width was obtained, for ``attrs["interval_width"]``."""
     if not train_lengths:
         return "no backtest window fits in the history: zero-width intervals"
-    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} %, widened x{factor:.2f} by the most recent window"
+    per_level = "; ".join(f"{lv} %: quantile level {used:.1f} % (the {lv} % quantile of the levels each held-out "
+                          f"window's errors needed from the other windows), widened x{factor:.2f} by the most recent window"
                           for lv, (used, factor) in settings.items())
     return (f"errors of {len(train_lengths)} backtest windows of {h_bt} steps, origins after "
             f"{train_lengths[0]}..{train_lengths[-1]} steps of history (every level shift in that span is "
-            f"among them); {per_level}")
+            f"among them), against the observed values (incidents the fit damped included); {per_level}")
 
 
 def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Sequence[int] | None,
-             max_train_seasons: int, clean_outliers: bool) -> tuple[np.ndarray, tuple[bool, float], tuple[int, ...], dict]:
-    """Modelling-scale training values, (whether they are logs, the log offset), the seasons used, what was done."""
+             max_train_seasons: int,
+             clean_outliers: bool) -> tuple[np.ndarray, np.ndarray, tuple[bool, float], tuple[int, ...], dict]:
+    """Modelling-scale training values (incidents damped), the same before damping, (whether they are
+    logs, the log offset), the seasons used, what was done."""
     notes: list[str] = []
     raw, zero_gaps = prepare.rare_zeros_as_gaps(raw)
     log = prepare.choose_log(raw[np.isfinite(raw)])
@@ -243,12 +246,12 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
         seasons = tuple(m for m in seasons if m not in short)
     filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
     z = (np.log(filled + offset) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, MIN_TRAIN_STEPS):]
-    replaced = 0
+    observed, replaced = z, 0
     if clean_outliers:
         z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
     info = {"gaps_filled": int(np.isnan(raw).sum()), "zeros_as_gaps": zero_gaps, "outliers_replaced": int(replaced),
             "train_length": len(z), "warnings": notes}
-    return z, (log, offset), seasons, info
+    return z, observed, (log, offset), seasons, info
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,
@@ -270,12 +273,17 @@ def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] |
 
 
 def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
-            windows: int, calibration_windows: int, log: bool, offset: float = 0.0) -> Fit:
+            windows: int, calibration_windows: int, log: bool, offset: float = 0.0,
+            observed: np.ndarray | None = None) -> Fit:
     """Backtest every candidate; the forecast is the mean of the best few on the modelling scale.
 
     The chosen components are then backtested at older origins too, and the
     combination's errors at all ``calibration_windows`` origins calibrate the intervals.
+    Candidates are ranked against ``z`` (incidents damped, so one outage does not pick the
+    model), the intervals' errors are taken against ``observed`` (``z`` before damping, default
+    ``z``): the future has incidents too, and intervals calibrated on cleaned values under-cover them.
     """
+    observed = z if observed is None else observed
     n = len(z)
     h_bt = max(1, min(horizon, n // 3))
     step, min_train = max(1, h_bt // 2), max(2, n // 2)
@@ -310,7 +318,7 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     fc_old = backtest.run_backtest(z, {c: MODELS[c] for c in components}, h_bt, seasons, older)
     cal_cuts = older + cuts
     cal_z = np.concatenate([np.mean([fc_old[c] for c in components], axis=0), chosen_z])
-    errors = backtest.actuals(z, h_bt, cal_cuts) - cal_z
+    errors = backtest.actuals(observed, h_bt, cal_cuts) - cal_z
     info = {"model": model, "components": list(components),
             "combination": {"size": len(components), "rule": COMBINATION_RULE, "cross_validated_mase": size_scores},
             "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores},

@@ -104,7 +104,7 @@ def conformal_offsets(errors: np.ndarray, horizon: int,
     scale = step_scale(errors, horizon)
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for level in sorted(levels):
-        q_lo, q_hi = conformal_quantiles(pooled, level)
+        q_lo, q_hi = interpolated_conformal_quantiles(pooled, level)
         out[level] = (q_lo * scale, q_hi * scale)
     return out
 
@@ -196,13 +196,22 @@ def recent_window_factor(errors: np.ndarray, level: float) -> float:
     return float(np.clip(factor, 1.0, RECENT_FACTOR_MAX))
 
 
-def window_adjusted_level(errors: np.ndarray, level: float, tolerance: float = 0.1) -> float:
-    """The smallest quantile level whose leave-one-window-out coverage reaches ``level``. [%]
+def window_adjusted_level(errors: np.ndarray, level: float) -> float:
+    """The quantile level at which leave-one-window-out coverage reaches ``level``. [%]
 
-    Bisection on ``[level, 100)``: coverage (:func:`cross_validated_coverage`)
-    never falls as the level rises. Returns ``level`` itself with fewer than two
-    windows (nothing to cross-validate) or when it already covers, and the
-    upper end (the largest errors seen) when no level reaches it.
+    Each backtest window in turn is held out; for each of its errors, the level
+    whose interval (:func:`conformal_offsets` of the *other* windows) would just
+    cover it is read off the others' normalised errors (:func:`_needed_levels`).
+    The result is the ``level`` % quantile of those needed levels (the smallest
+    needed level with ``level`` % of them at or below it), never below ``level``:
+    a level at which ``level`` % of the held-out errors are covered. The needed
+    levels come from interpolated ranks, so the result (an order statistic of
+    them) moves continuously with the errors; a bisection on the step function of
+    coverage jumped by several points when one error moved a little, and with
+    heavy-tailed errors the upper bound, and every month peak simulated from it,
+    jumped with it. ``level``
+    itself with fewer than two windows; just under 100 when the held-out errors
+    need more than the largest error seen.
 
     Parameters
     ----------
@@ -210,25 +219,53 @@ def window_adjusted_level(errors: np.ndarray, level: float, tolerance: float = 0
         Signed backtest errors, shape ``(windows, backtest_horizon)``.
     level : float
         Nominal central interval level. [%]
-    tolerance : float
-        Width of the final bisection bracket. [percentage points]
     """
-    target = level / 100
-    parts = _leave_one_window_out(errors)  # the level-free work, done once for the whole search
-
-    def covers(p: float) -> bool:
-        cv = _coverage(parts, p)
-        return cv is None or cv >= target
-
-    if covers(level):
+    parts = _leave_one_window_out(errors)
+    needed = np.concatenate([_needed_levels(pooled, scale, held) for pooled, scale, held in parts] or [np.empty(0)])
+    if needed.size == 0:
         return float(level)
-    low, high = float(level), 100 - 1e-6
-    if not covers(high):
-        return high
-    while high - low > tolerance:
-        mid = (low + high) / 2
-        low, high = (low, mid) if covers(mid) else (mid, high)
-    return high
+    return float(np.clip(np.quantile(needed, level / 100, method="inverted_cdf"), level, 100 - 1e-6))
+
+
+def _needed_levels(pooled: np.ndarray, scale: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """Per held-out error, the central level [%] whose interval from ``pooled`` (times ``scale``) just covers it.
+
+    Inverts :func:`interpolated_conformal_quantiles`: the error's normalised value is placed among
+    the sorted pooled errors (fractional rank ``r``, 1-based), and ``level = 200·(r/(n+1) − ½)``
+    (upper side; the mirror rank below zero). 100 beyond the extreme pooled error, 0 for a zero error.
+    """
+    ok = np.isfinite(held)
+    held, scale = held[ok], scale[ok]
+    ordered = np.sort(pooled)
+    n = ordered.size
+    if n == 0:
+        return np.where(held == 0, 0.0, 100.0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x = np.where(scale > 0, held / scale, np.where(held == 0, 0.0, np.sign(held) * np.inf))
+    position = np.interp(x, ordered, np.arange(1, n + 1, dtype=float))
+    rank = np.where(x > 0, position, n + 1 - position)
+    out = np.clip(200 * (rank / (n + 1) - 0.5), 0.0, 100.0)
+    out[(x > ordered[-1]) & (x > 0) | (x < ordered[0]) & (x < 0)] = 100.0
+    out[x == 0] = 0.0
+    return out
+
+
+def interpolated_conformal_quantiles(errors: np.ndarray, level: float) -> tuple[float, float]:
+    """:func:`conformal_quantiles` at a fractional rank: linear between the order statistics either side.
+
+    The upper bound sits at rank ``(n+1)(1−α/2)`` (1-based, clipped to ``[1, n]``), interpolated,
+    so it moves continuously with ``level`` and with the errors; equal to
+    :func:`conformal_quantiles` where that rank is a whole number.
+    """
+    ordered = np.sort(errors.ravel())
+    n = ordered.size
+    if n == 0:
+        return 0.0, 0.0
+    rank = min(float(n), (n + 1) * (1 - (1 - level / 100) / 2))
+    positions = np.arange(1, n + 1, dtype=float)
+    upper = float(np.interp(rank, positions, ordered))
+    lower = float(np.interp(n + 1 - rank, positions, ordered))
+    return min(lower, 0.0), max(upper, 0.0)
 
 
 def conformal_quantiles(errors: np.ndarray, level: float, axis: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -93,12 +93,36 @@ def profile_ses(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> n
     usable = _usable(season_lengths, len(z), cycles=3)
     if not usable:
         return _ses(z, horizon)
-    m = usable[0]
-    k = len(z) // m
-    cycles = z[len(z) - k * m:].reshape(k, m)
-    levels = cycles.mean(axis=1)
-    shape = np.median((cycles - levels[:, None])[-PROFILE_SEASONS:], axis=0)
-    return _ses(levels, 1)[0] + np.resize(shape, horizon)
+    cycles, shape = _cycles_and_shape(z, usable[0])
+    return _ses(cycles.mean(axis=1), 1)[0] + np.resize(shape, horizon)
+
+
+def profile_ses_hourly(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Median shape of recent cycles on a level smoothed hour by hour (a level-adjusted seasonal naive).
+
+    The same shape as :func:`profile_ses` (per-phase median of the last
+    :data:`PROFILE_SEASONS` cycles' deviations from their own level); the level
+    is simple exponential smoothing (statsmodels) of the series with that shape
+    taken out, step by step, so a shift that started a few hours before the
+    origin already moves the forecast, as far as the fitted smoothing weight
+    says recent steps carry over.
+    """
+    usable = _usable(season_lengths, len(z), cycles=3)
+    if not usable:
+        return _ses(z, horizon)
+    cycles, shape = _cycles_and_shape(z, usable[0])
+    return _ses((cycles - shape).ravel(), 1)[0] + np.resize(shape, horizon)
+
+
+def _cycles_and_shape(z: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """Whole cycles ending at the last observation, shape ``(cycles, period)``, and their median shape.
+
+    The shape is the per-phase median of the last :data:`PROFILE_SEASONS`
+    cycles' deviations from their own mean (robust to one odd cycle).
+    """
+    k = len(z) // period
+    cycles = z[len(z) - k * period:].reshape(k, period)
+    return cycles, np.median((cycles - cycles.mean(axis=1)[:, None])[-PROFILE_SEASONS:], axis=0)
 
 
 def _damped_holt(x: np.ndarray, horizon: int) -> np.ndarray:
@@ -241,6 +265,7 @@ MODELS: dict[str, Model] = {
     "seasonal_naive_long": seasonal_naive_long,
     "seasonal_profile": seasonal_profile,
     "profile_ses": profile_ses,
+    "profile_ses_hourly": profile_ses_hourly,
     "mstl_ets": mstl_ets,
     "mstl_ses": mstl_ses,
     "theta": theta,

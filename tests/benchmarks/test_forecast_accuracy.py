@@ -55,7 +55,7 @@ def test_quick_run_prints_both_suites(tmp_path, capsys):
     for column in ("x_snaive", "beats_snaive", "cover_80", "cover_95"):
         assert column in out
     assert "seasonal_naive_24h" in out and "auto" in out
-    assert "simulated P90 of the day's peak" in out
+    assert "simulated P90 of the day's peak" in out and "(below P50 " in out
     assert "skipped (--quick)" in out
 
 

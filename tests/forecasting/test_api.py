@@ -116,6 +116,23 @@ def test_incident_spike_is_damped():
     np.testing.assert_allclose(fc_spiky["mean"], fc_clean["mean"], rtol=0.1)
 
 
+def test_intervals_are_calibrated_on_the_observed_values_incidents_included():
+    # four one-hour incidents (x20) inside the calibration windows: the models fit the damped series
+    # (the point forecast stays that of the clean series), but the backtest errors the intervals learn
+    # from are taken against what was observed, so they hold the incidents (log 20 = 3.0 above the
+    # forecast) and the 95 % interval widens: the future has incidents too
+    clean = hourly(noise=0.02)
+    spiky = clean.copy()
+    for hour in (400, 425, 450, 475):  # calibration windows forecast hours 373..504
+        spiky.iloc[hour] *= 20
+    kept, damped = (fit(y, horizon=24, season_lengths=(24,), candidates=FAST) for y in (clean, spiky))
+    assert damped.info["outliers_replaced"] >= 4
+    np.testing.assert_allclose(damped.frame["mean"], kept.frame["mean"], rtol=0.1)
+    assert np.nanmax(damped.backtest_errors) > np.log(20) - 0.3
+    assert np.nanmax(kept.backtest_errors) < 0.5
+    assert (damped.frame["hi_95"] > kept.frame["hi_95"]).all()
+
+
 def test_level_shift_is_followed():
     y = hourly(days=21, noise=0.02)
     y.iloc[-72:] *= 2  # traffic doubled three days ago
@@ -324,3 +341,5 @@ def test_attrs_say_how_the_combination_and_the_interval_width_were_chosen():
     assert combination["size"] in (3, 5, len(fc.attrs["backtest"]["scores"]) - 1)
     assert fc.attrs["interval_width"].startswith("errors of 10 backtest windows of 24 steps")
     assert "widened x" in fc.attrs["interval_width"]
+    assert "against the observed values" in fc.attrs["interval_width"]
+    assert "quantile of the levels each held-out window's errors needed" in fc.attrs["interval_width"]

@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capplan.forecasting.models import profile_ses
+from capplan.forecasting.models import profile_ses, profile_ses_hourly
 
 
-def test_profile_ses_golden_shape_on_a_constant_level():
-    # a fixed daily shape at a constant level: the forecast is that day again, exactly
+@pytest.mark.parametrize("model", [profile_ses, profile_ses_hourly])
+def test_profile_golden_shape_on_a_constant_level(model):
+    # a fixed daily shape at a constant level: the forecast is that day again, exactly (shape taken
+    # out, the per-cycle means and the hourly series are both constant, and smoothing returns them)
     day = np.log(np.array([1.0, 2, 4, 2] * 6))
     z = np.tile(day, 5)
-    np.testing.assert_allclose(profile_ses(z, 30, (24,)), np.resize(day, 30), atol=1e-6)
+    np.testing.assert_allclose(model(z, 30, (24,)), np.resize(day, 30), atol=1e-6)
 
 
 def test_profile_ses_follows_a_lasting_level_shift_but_not_a_one_day_blip():
@@ -24,6 +26,26 @@ def test_profile_ses_follows_a_lasting_level_shift_but_not_a_one_day_blip():
     lasting = profile_ses(shifted, 24, (24,)).mean()
     assert lasting == pytest.approx(1.0, abs=0.1)
     assert 0.0 <= profile_ses(blip, 24, (24,)).mean() <= 1.0 + 1e-9
+
+
+def test_profile_ses_hourly_without_three_cycles_is_exponential_smoothing():
+    z = np.linspace(1.0, 2.0, 30)
+    out = profile_ses_hourly(z, 5, (24,))
+    assert out.shape == (5,) and np.allclose(out, out[0]) and 1.0 <= out[0] <= 2.0
+
+
+def test_profile_ses_hourly_follows_a_shift_of_the_last_hours_that_daily_means_barely_see():
+    # the level rose by 1 six hours before the origin: the last day's mean rose by 6/24 = 0.25 only,
+    # so profile_ses (smoothing daily means) stays near 0.25 at most; smoothing hour by hour (the
+    # shape from the median of four days, three of them clean) sees six steps at +1 and follows
+    rng = np.random.default_rng(1)
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    z = np.tile(shape, 10) + rng.normal(0, 0.02, 240)
+    z[-6:] += 1.0
+    hourly_level = (profile_ses_hourly(z, 24, (24,)) - shape).mean()
+    daily_level = (profile_ses(z, 24, (24,)) - shape).mean()
+    assert daily_level <= 0.25 + 0.05
+    assert 0.5 < hourly_level <= 1.0 + 0.05
 
 
 def test_profile_ses_without_three_cycles_is_exponential_smoothing():

@@ -107,6 +107,22 @@ def test_conformal_quantiles_golden():
     assert (float(lo), float(hi)) == (-3.0, 3.0)
 
 
+def test_interpolated_conformal_quantiles_golden():
+    # n = 9 errors -4..4, level 50: rank (n + 1) * 0.75 = 7.5, halfway between the 7th (2) and 8th (3)
+    # smallest -> 2.5; the lower bound at rank n + 1 - 7.5 = 2.5 -> -2.5 (the rounded-up rank gave 3)
+    assert intervals.interpolated_conformal_quantiles(np.arange(-4.0, 5.0), 50) == (-2.5, 2.5)
+    # a whole rank is the conformal quantile itself: 1..9 at 80 %, rank 9 -> 9, lower clipped to 0
+    assert intervals.interpolated_conformal_quantiles(np.arange(1.0, 10.0), 80) == (0.0, 9.0)
+
+
+def test_needed_levels_invert_the_interpolated_quantiles():
+    # pooled -4..4 (n = 9), scale 1: +2.5 sits at rank 7.5 -> level 200 * (7.5 / 10 - 0.5) = 50 (the 50 %
+    # bound above is 2.5); -4 is the smallest, mirror rank 10 - 1 = 9 -> 80; 5 is beyond every pooled
+    # error (no level covers it) -> 100; an error of 0 is covered by any interval -> 0
+    needed = intervals._needed_levels(np.arange(-4.0, 5.0), np.ones(4), np.array([2.5, -4.0, 5.0, 0.0]))
+    np.testing.assert_allclose(needed, [50.0, 80.0, 100.0, 0.0])
+
+
 def test_window_adjusted_level_keeps_nominal_when_windows_agree():
     # every window errs by -1 then +1: leaving one out still covers it fully at 80 %
     errors = np.array([[-1.0, 1.0], [-1.0, 1.0], [-1.0, 1.0]])

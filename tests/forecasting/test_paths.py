@@ -100,3 +100,36 @@ def test_day_peak_p90_is_calibrated_by_backtest():
         below += int(np.sum(actual <= peaks["peak_p90"].to_numpy()))
         days += len(actual)
     assert 0.75 <= below / days <= 1.0
+
+
+def bursty_hourly(days: int, seed: int) -> pd.Series:
+    """Hourly demand with daily and weekly cycles, noise, and bursts: one hour in ten × U(1.2, 2.0)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * 24)
+    weekend = np.where((t // 24) % 7 >= 5, np.log(0.6), 0.0)
+    burst = np.where(rng.random(t.size) < 0.1, np.log(rng.uniform(1.2, 2.0, t.size)), 0.0)
+    values = 100 * np.exp(0.5 * np.sin(2 * np.pi * t / 24) + weekend + burst + rng.normal(0, 0.08, t.size))
+    return pd.Series(values, index=pd.date_range("2026-10-04", periods=t.size, freq="h"))
+
+
+@pytest.mark.slow
+def test_month_peak_is_stable_when_every_hour_moves_by_up_to_2_4_percent():
+    # the plan's case (issue 22): four weeks of bursty hours, a month ahead, default candidates; the same
+    # hours counted another way (by completion instead of arrival) differ by <= 2.4 % each. Each hour x
+    # U(0.976, 1.024), seeded. The P50 and P90 of November's simulated peak move by <= 5 % at the median
+    # of 8 series and by <= 15 % (P50) / 25 % (P90) on every one. With the interval level found by bisection
+    # on the step function of window coverage (before session 10) the largest moves were 34 % and 54 %.
+    moves = []
+    for seed in range(8):
+        y = bursty_hourly(28, seed)
+        perturbed = y * np.random.default_rng(seed + 100).uniform(1 - 0.024, 1 + 0.024, y.size)
+        peaks = []
+        for series in (y, perturbed):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = fit(series, 30 * 24 + 20, (24, 168), levels=(80, 95))
+            peaks.append(month_peaks(result).loc["2026-11", ["peak_p50", "peak_p90"]].to_numpy(float))
+        moves.append(np.abs(peaks[1] / peaks[0] - 1))
+    moves = np.array(moves)
+    assert (np.median(moves, axis=0) <= 0.05).all(), moves
+    assert moves[:, 0].max() <= 0.15 and moves[:, 1].max() <= 0.25, moves
