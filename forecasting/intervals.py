@@ -88,8 +88,9 @@ def conformal_offsets(errors: np.ndarray, horizon: int,
                       levels: Sequence[float]) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """Lower and upper offsets from the point forecast for each level, per step.
 
-    Uses :func:`conformal_quantiles` of the normalised errors, so the interval
-    covers at least the nominal share when errors are exchangeable.
+    Uses :func:`interpolated_conformal_quantiles` of the normalised errors (the
+    rounded-rank :func:`conformal_quantiles` moved in jumps with the errors), so
+    the interval covers about the nominal share when errors are exchangeable.
 
     Returns
     -------
@@ -313,7 +314,11 @@ def _leave_one_window_out(errors: np.ndarray) -> list[tuple[np.ndarray, np.ndarr
 
 
 def _coverage(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], level: float) -> float | None:
-    """Share of held-out errors inside the ``level`` % bounds of :func:`_leave_one_window_out` parts. [fraction]"""
+    """Share of held-out errors inside the ``level`` % bounds of :func:`_leave_one_window_out` parts. [fraction]
+
+    The bounds are the rounded-rank :func:`conformal_quantiles` (at least as wide as the interpolated ones the
+    intervals use): the coverage ``fc.attrs`` reports is an upper estimate for those intervals.
+    """
     hits, total = 0, 0
     for pooled, scale, held in parts:
         q_lo, q_hi = conformal_quantiles(pooled, level)
