@@ -13,14 +13,15 @@ last day back. Then, in ``--repeat`` interleaved rounds, times each of these as 
   (counts, sums, four histograms, busiest second, in-flight sweep, ``__all__``), then the summary.
 
 Each round's capplan time is divided by each variant's time in the same round; medians of seconds and
-of ratios are printed. Then, in this process, ``--repeat`` rounds of the incremental refresh after the
+of ratios are printed, in wall time and in CPU time (user + sys of the process and its threads, from
+``wait4``): on a shared machine wall time follows the load, CPU time much less. Then, in this process, ``--repeat`` rounds of the incremental refresh after the
 held-back day is inserted against a full rebuild with it (the median of per-round fractions).
 
     .venv/bin/python benchmarks/profile.py --requests-per-day 350000 --days 30 --repeat 3
 
 With ``--against-models N`` (issue 20, item 11) it times only ``capplan`` on two databases of the same rows,
 the sample's 3 models and N models, interleaved round by round, and prints each one's median seconds and
-peak RSS and the median of the per-round ratios (N models ÷ 3 models):
+peak RSS and the median of the per-round ratios (N models ÷ 3 models), in wall and in CPU time:
 
     .venv/bin/python benchmarks/profile.py --requests-per-day 700000 --days 30 --against-models 1000 --repeat 3
 """
@@ -115,17 +116,20 @@ def _argv(variant: str, db: Path) -> list[str]:
     return [sys.executable, "-c", _PEAK_AT_EXIT + code, *args]
 
 
-def _whole_process(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS [MiB] of one fresh process."""
+def _whole_process(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS [MiB] and CPU seconds (user + sys, every thread) of one fresh process."""
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as peak:
         started = time.perf_counter()
-        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
-                              env={**os.environ, "CAPPLAN_BENCH_PEAK": peak.name}, check=False)
+        child_process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+                                         env={**os.environ, "CAPPLAN_BENCH_PEAK": peak.name})
+        _, status, usage = os.wait4(child_process.pid, 0)  # the child's own resource use, as it exits
         seconds = time.perf_counter() - started
-        if done.returncode != 0:
+        returncode = os.waitstatus_to_exitcode(status)
+        child_process.returncode = returncode  # reaped above: Popen must not wait for it again
+        if returncode != 0:
             err.seek(0)
-            raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{err.read().decode()[-3000:]}")
-        return seconds, int(peak.read()) / 1024  # KiB -> MiB
+            raise RuntimeError(f"{' '.join(argv)} failed ({returncode}):\n{err.read().decode()[-3000:]}")
+        return seconds, int(peak.read()) / 1024, usage.ru_utime + usage.ru_stime  # KiB -> MiB
 
 
 # --------------------------------------------------------------------------- data and rounds
@@ -171,9 +175,9 @@ def _load(db: Path, spec, models: int | None) -> int:
     return rows
 
 
-def _rounds(db: Path, repeat: int) -> dict[str, list[tuple[float, float]]]:
-    """``repeat`` rounds of every variant in turn, each a fresh process: (seconds, peak MiB) per round."""
-    got: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
+def _rounds(db: Path, repeat: int) -> dict[str, list[tuple[float, float, float]]]:
+    """``repeat`` rounds of every variant in turn, each a fresh process: (seconds, peak MiB, CPU seconds) per round."""
+    got: dict[str, list[tuple[float, float, float]]] = {v: [] for v in VARIANTS}
     for i in range(repeat):
         for variant in VARIANTS:
             got[variant].append(_whole_process(_argv(variant, db)))
@@ -218,16 +222,18 @@ def run_models(args: argparse.Namespace) -> dict[str, float]:
     out: dict[str, float] = {"rows": _load(dbs["few"], spec, None), "models": args.against_models}
     _load(dbs["many"], spec, args.against_models)
     out["load_1min"] = os.getloadavg()[0]
-    got: dict[str, list[tuple[float, float]]] = {"few": [], "many": []}
+    got: dict[str, list[tuple[float, float, float]]] = {"few": [], "many": []}
     for i in range(args.repeat):
         for name, db in dbs.items():
             got[name].append(_whole_process(_argv("capplan", db)))
         print(f"  round {i + 1}/{args.repeat}: 3 models {got['few'][-1][0]:.2f} s, {args.against_models} models "
               f"{got['many'][-1][0]:.2f} s", file=sys.stderr, flush=True)
     for name in dbs:
-        out[f"{name}_seconds"] = statistics.median(s for s, _ in got[name])
-        out[f"{name}_peak_mib"] = max(m for _, m in got[name])
-    out["many_over_few"] = statistics.median(m / f for (m, _), (f, _) in zip(got["many"], got["few"], strict=True))
+        out[f"{name}_seconds"] = statistics.median(s for s, _, _ in got[name])
+        out[f"{name}_peak_mib"] = max(m for _, m, _ in got[name])
+    pairs = list(zip(got["many"], got["few"], strict=True))
+    out["many_over_few"] = statistics.median(m / f for (m, _, _), (f, _, _) in pairs)
+    out["many_over_few_cpu"] = statistics.median(m / f for (_, _, m), (_, _, f) in pairs)
     out["load_1min_end"] = os.getloadavg()[0]
     return out
 
@@ -243,10 +249,13 @@ def run(args: argparse.Namespace) -> dict[str, float]:
                              "load_1min": os.getloadavg()[0]}
     got = _rounds(db, args.repeat)
     for variant in VARIANTS:
-        out[variant] = statistics.median(s for s, _ in got[variant])
-        out[f"{variant}_peak_mib"] = max(m for _, m in got[variant])
+        out[variant] = statistics.median(s for s, _, _ in got[variant])
+        out[f"{variant}_peak_mib"] = max(m for _, m, _ in got[variant])
+        out[f"{variant}_cpu"] = statistics.median(c for _, _, c in got[variant])
         out[f"capplan_over_{variant}"] = statistics.median(
-            c / s for (c, _), (s, _) in zip(got["capplan"], got[variant], strict=True))
+            c / s for (c, _, _), (s, _, _) in zip(got["capplan"], got[variant], strict=True))
+        out[f"capplan_cpu_over_{variant}"] = statistics.median(
+            c / s for (_, _, c), (_, _, s) in zip(got["capplan"], got[variant], strict=True))
     out["refresh_one_day"], out["refresh_full_with_day"], out["one_day_fraction"] = _incremental(db, spec, args.repeat)
     out["load_1min_end"] = os.getloadavg()[0]
     return out
@@ -255,9 +264,11 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 def print_table(out: dict[str, float], repeat: int) -> None:
     print(f"rows: {out['rows']:,}   models: {out['models']:,}   load average {out['load_1min']:.1f} -> "
           f"{out['load_1min_end']:.1f}   whole processes, medians of {repeat} interleaved rounds")
-    print(f"{'variant':28s} {'seconds':>8s} {'peak MiB':>9s} {'capplan ÷ variant':>18s}")
+    print(f"{'variant':28s} {'seconds':>8s} {'peak MiB':>9s} {'capplan ÷ variant':>18s} {'CPU s':>7s} "
+          f"{'CPU ratio':>9s}")
     for v in VARIANTS:
-        print(f"{LABELS[v]:28s} {out[v]:8.2f} {out[f'{v}_peak_mib']:9.0f} {out[f'capplan_over_{v}']:18.2f}")
+        print(f"{LABELS[v]:28s} {out[v]:8.2f} {out[f'{v}_peak_mib']:9.0f} {out[f'capplan_over_{v}']:18.2f} "
+              f"{out[f'{v}_cpu']:7.2f} {out[f'capplan_cpu_over_{v}']:9.2f}")
     print(f"{'one day / full rebuild':28s} {out['one_day_fraction']:8.3f}   "
           f"({out['refresh_one_day']:.2f} s / {out['refresh_full_with_day']:.2f} s, in-process refresh_rollups)")
 
@@ -286,7 +297,8 @@ def main() -> None:
         print(f"rows: {out['rows']:,}   load average {out['load_1min']:.1f} -> {out['load_1min_end']:.1f}   "
               f"capplan profile --rebuild, whole processes, medians of {args.repeat} interleaved rounds")
         print(f"3 models {out['few_seconds']:.2f} s ({out['few_peak_mib']:.0f} MiB), {out['models']:,} models "
-              f"{out['many_seconds']:.2f} s ({out['many_peak_mib']:.0f} MiB): {out['many_over_few']:.2f}x")
+              f"{out['many_seconds']:.2f} s ({out['many_peak_mib']:.0f} MiB): {out['many_over_few']:.2f}x "
+              f"(CPU {out['many_over_few_cpu']:.2f}x)")
     else:
         print_table(out, args.repeat)
 
