@@ -24,6 +24,9 @@ Model = Callable[[np.ndarray, int, Sequence[int]], np.ndarray]
 HW_MAX_SEASONS = 20
 #: Weeks of seasonal history the robust seasonal profiles average over. [seasons]
 PROFILE_SEASONS = 4
+#: Longest level window ``profile_windows`` averages over: the last 1, 2, ..., this many cycles
+#: (a week of daily cycles, so no weekday is left out of the longest window). [seasons]
+LEVEL_WINDOWS = 7
 
 
 def _repeat_last(values: np.ndarray, period: int, horizon: int) -> np.ndarray:
@@ -112,6 +115,28 @@ def profile_ses_hourly(z: np.ndarray, horizon: int, season_lengths: Sequence[int
         return _ses(z, horizon)
     cycles, shape = _cycles_and_shape(z, usable[0])
     return _ses((cycles - shape).ravel(), 1)[0] + np.resize(shape, horizon)
+
+
+def profile_windows(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """Median shape of recent cycles on a level averaged across estimation windows.
+
+    The same shape as :func:`profile_ses`; the level is the mean, over windows
+    of the last 1, 2, ..., :data:`LEVEL_WINDOWS` whole cycles of the shortest
+    usable season, of each window's mean level. Averaging forecasts across
+    estimation windows is the hedge for a break of unknown date (Pesaran and
+    Pick 2011, "Forecast combination across estimation windows"): if the last
+    shift persists the short windows carry it, if the last cycle was a blip the
+    long ones damp it, and no weight is fitted (a smoothing weight estimated
+    from a dozen daily levels is itself noisy). It amounts to fixed weights
+    decreasing with age: for 7 cycles 0.37, 0.23, 0.16, 0.11, 0.07, 0.05, 0.02.
+    """
+    usable = _usable(season_lengths, len(z), cycles=3)
+    if not usable:
+        return _ses(z, horizon)
+    cycles, shape = _cycles_and_shape(z, usable[0])
+    levels = cycles.mean(axis=1)[-LEVEL_WINDOWS:]
+    level = np.mean([levels[-w:].mean() for w in range(1, len(levels) + 1)])
+    return level + np.resize(shape, horizon)
 
 
 def _cycles_and_shape(z: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
@@ -266,6 +291,7 @@ MODELS: dict[str, Model] = {
     "seasonal_profile": seasonal_profile,
     "profile_ses": profile_ses,
     "profile_ses_hourly": profile_ses_hourly,
+    "profile_windows": profile_windows,
     "mstl_ets": mstl_ets,
     "mstl_ses": mstl_ses,
     "theta": theta,

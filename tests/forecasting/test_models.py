@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capplan.forecasting.models import profile_ses, profile_ses_hourly
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from capplan.forecasting.models import LEVEL_WINDOWS, profile_ses, profile_ses_hourly, profile_windows
 
 
-@pytest.mark.parametrize("model", [profile_ses, profile_ses_hourly])
+@pytest.mark.parametrize("model", [profile_ses, profile_ses_hourly, profile_windows])
 def test_profile_golden_shape_on_a_constant_level(model):
     # a fixed daily shape at a constant level: the forecast is that day again, exactly (shape taken
     # out, the per-cycle means and the hourly series are both constant, and smoothing returns them)
@@ -52,6 +55,38 @@ def test_profile_ses_without_three_cycles_is_exponential_smoothing():
     z = np.linspace(1.0, 2.0, 30)
     out = profile_ses(z, 5, (24,))
     assert out.shape == (5,) and np.allclose(out, out[0]) and 1.0 <= out[0] <= 2.0
+
+
+def test_profile_windows_golden_level_is_the_mean_over_windows_of_each_windows_mean():
+    """Three days of one shape at log levels 1, 2 and 4: the windows of the last 1, 2 and 3 days have
+    mean levels 4, 3 and 7/3, so the forecast level is (4 + 3 + 7/3) / 3 = 28/9 = 3.111 (by hand), on the
+    same shape (every day's deviation from its mean is the shape, so the median deviation is too)."""
+    shape = np.log(np.array([1.0, 2, 4, 2] * 6))
+    shape = shape - shape.mean()
+    z = np.concatenate([1.0 + shape, 2.0 + shape, 4.0 + shape])
+    np.testing.assert_allclose(profile_windows(z, 30, (24,)), 28 / 9 + np.resize(shape, 30), atol=1e-12)
+
+
+def test_profile_windows_keeps_a_lasting_shift_in_part_and_a_one_day_blip_in_part():
+    # a shift of +1 on the last day only: the 1-day window carries it whole, the 7-day window 1/7 of it;
+    # the level is the mean over windows 1..7 of 1/w = (1 + 1/2 + ... + 1/7) / 7 = 2.5929 / 7 = 0.3704
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    z = np.tile(shape, 10) + np.repeat([0.0] * 9 + [1.0], 24)
+    level = (profile_windows(z, 24, (24,)) - shape).mean()
+    assert level == pytest.approx(sum(1 / w for w in range(1, LEVEL_WINDOWS + 1)) / LEVEL_WINDOWS, abs=1e-9)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-3, 3), min_size=3, max_size=12), st.floats(-5, 5))
+def test_profile_windows_level_within_the_daily_levels_and_moves_with_a_constant(day_levels, shift):
+    """Invariants: the forecast level lies between the smallest and largest of the last days' levels
+    (a weighted mean of them), and adding a constant to the series adds it to the forecast."""
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    z = np.concatenate([level + shape for level in day_levels])
+    out = profile_windows(z, 24, (24,))
+    recent = day_levels[-LEVEL_WINDOWS:]
+    assert min(recent) - 1e-9 <= (out - shape).mean() <= max(recent) + 1e-9
+    np.testing.assert_allclose(profile_windows(z + shift, 24, (24,)), out + shift, atol=1e-9)
 
 
 @pytest.mark.parametrize("model", ["mstl_ses", "mstl_ets"])
