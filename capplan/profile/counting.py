@@ -485,10 +485,10 @@ class WindowRollup:
         return {"hour": hour_index, "model": model_index, "peak": peak[at]} | {k: v[at] for k, v in columns.items()}
 
     def _sparse_rows(self) -> dict[str, np.ndarray]:
-        """The kept rows as one array per column (concatenated once, kept so), with ``hour`` and ``cell``
-        (index in ``cells``, the (hour, model) keys with arrivals, hour-major), and the tables' layout:
-        ``cell_at`` (the table row of each cell) and ``hour_at`` (of each hour in ``hours``, those with
-        arrivals: its all-models row, after its models')."""
+        """The kept rows as one array per column (concatenated once, kept so), with ``hour``, ``cell``
+        (index in ``cells``, the (hour, model) keys with arrivals, ascending: hour-major), ``cell_hour``
+        (the hour of each cell) and ``hours`` (those with arrivals). The sparse tables' rows are the
+        cells in that order, then the all-models row of each hour in ``hours`` (:meth:`_sparse_keys`)."""
         if self._cells is None:
             empty = {"second": np.int64, "model": np.int64, "status_class": np.uint8, "input_tokens": np.int64,
                      "output_tokens": np.int64, "ttft_ms": np.float64, "latency_ms": np.float64}
@@ -500,33 +500,39 @@ class WindowRollup:
             rows["cells"], rows["cell"] = _distinct(rows["hour"] * n_models + rows["model"], self.n_hours * n_models)
             rows["cell_hour"] = rows["cells"] // n_models
             rows["hours"] = np.flatnonzero(np.bincount(rows["cell_hour"], minlength=self.n_hours))
-            rows["cell_at"], rows["hour_at"] = _hour_major(rows["cell_hour"], rows["hours"], self.n_hours)
             self._cells = rows
         return self._cells
 
     def _sparse_cells(self) -> dict[str, np.ndarray]:
-        """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, then per hour."""
+        """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, and per hour
+        the sums of its cells (the busiest second of all models from the rows), in :meth:`_sparse_keys` order."""
         rows = self._sparse_rows()
+        key, n_keys, second = rows["cell"], len(rows["cells"]), rows["second"] % S_PER_HOUR
         logged = {name: ~np.isnan(rows[name]) for name in _TIMES}
-        parts = []
-        for key, n_keys in ((rows["cell"], len(rows["cells"])), (rows["hour"], self.n_hours)):  # per model, all
-            parts.append({
-                "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
-                                      minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
-                # float64 weights are exact below 2^53 tokens per window and key
-                "tokens": np.stack([np.bincount(key, weights=rows[t], minlength=n_keys).astype(np.int64)
-                                    for t in ("input_tokens", "output_tokens")], axis=1),
-                "time_sums": np.stack([np.bincount(key[logged[t]], weights=rows[t][logged[t]], minlength=n_keys)
-                                       for t in _TIMES], axis=1),
-                "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
-                "peak": _busiest_second(key, rows["second"] % S_PER_HOUR, n_keys),
-            })
-        by_model, by_hour = parts
-        hours, at = rows["hours"], (rows["cell_at"], rows["hour_at"])
-        n_models = max(len(self.models), 1)
-        return {"hour": _merge(*at, rows["cell_hour"], hours),
-                "model": _merge(*at, rows["cells"] % n_models, np.full(len(hours), len(self.models)))} | {
-            k: _merge(*at, by_model[k], by_hour[k][hours]) for k in by_model}
+        by_cell = {
+            "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
+                                  minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
+            # float64 weights are exact below 2^53 tokens per window and key
+            "tokens": np.stack([np.bincount(key, weights=rows[t], minlength=n_keys).astype(np.int64)
+                                for t in ("input_tokens", "output_tokens")], axis=1),
+            "time_sums": np.stack([np.bincount(key[logged[t]], weights=rows[t][logged[t]], minlength=n_keys)
+                                   for t in _TIMES], axis=1),
+            "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
+        }
+        hours = rows["hours"]
+        first_cell = np.searchsorted(rows["cell_hour"], hours)  # cells are hour-major; every hour has one
+        by_hour = {k: np.add.reduceat(v, first_cell, axis=0) for k, v in by_cell.items()}
+        by_cell["peak"] = _busiest_second(key, second, n_keys)
+        by_hour["peak"] = _busiest_second(rows["hour"], second, self.n_hours)[hours]
+        hour, model = self._sparse_keys()
+        return {"hour": hour, "model": model} | {k: np.concatenate([by_cell[k], by_hour[k]]) for k in by_cell}
+
+    def _sparse_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(hour_index, model_index)`` of each row of the sparse tables: every (hour, model) cell with
+        arrivals, hour-major, then the all-models row (index ``len(models)``) of each hour with arrivals."""
+        rows, n_models = self._sparse_rows(), max(len(self.models), 1)
+        return (np.concatenate([rows["cell_hour"], rows["hours"]]),
+                np.concatenate([rows["cells"] % n_models, np.full(len(rows["hours"]), len(self.models))]))
 
     def histogram(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
@@ -542,27 +548,32 @@ class WindowRollup:
     def histogram_bins(self, all_models: str) -> arrow.Table:
         """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
         non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
-        width = len(self.models) + 1
-        per_metric = {}
-        for metric in METRICS:
-            hour_index, model_index, column, counts = self._bins_of(metric)
-            per_metric[metric] = hour_index * width + model_index, column, counts  # cells ascending
         if self.dense:  # at most n_hours x (models + 1) cells: few
+            width = len(self.models) + 1
+            per_metric = {}
+            for metric in METRICS:
+                hour_index, model_index, column, counts = self._dense_bins(metric)
+                per_metric[metric] = hour_index * width + model_index, column, counts  # cells ascending
             cells = np.unique(np.concatenate([cell for cell, _, _ in per_metric.values()]))
-        else:  # every (hour, model) with arrivals has input-token bins: the traffic table's cells
-            rows, n_models = self._sparse_rows(), max(len(self.models), 1)
-            cells = _merge(rows["cell_at"], rows["hour_at"], rows["cell_hour"] * width + rows["cells"] % n_models,
-                           rows["hours"] * width + len(self.models))
-        columns = [self._hour_array(cells // width), self._names(cells % width, all_models)]
-        for cell, column, counts in per_metric.values():
-            offsets = arrow.array(np.append(np.searchsorted(cell, cells), len(cell)).astype(np.int32))
-            columns += [arrow.ListArray.from_arrays(offsets, arrow.array((column - 1).astype(np.int16))),
+            hour_index, model_index = cells // width, cells % width
+            lists = [(np.append(np.searchsorted(cell, cells), len(cell)), (column - 1).astype(np.int16), counts)
+                     for cell, column, counts in per_metric.values()]
+        else:  # every (hour, model) with arrivals has input-token bins: the traffic table's rows
+            hour_index, model_index = self._sparse_keys()
+            lists = []
+            for metric in METRICS:
+                lengths, bins, counts = self._sparse_bin_lists(metric)
+                lists.append((np.concatenate([[0], np.cumsum(lengths)]), bins, counts))
+        columns = [self._hour_array(hour_index), self._names(model_index, all_models)]
+        for offsets, bins, counts in lists:
+            offsets = arrow.array(offsets.astype(np.int32))
+            columns += [arrow.ListArray.from_arrays(offsets, arrow.array(bins)),
                         arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64()))]
         return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
 
     def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, ordered by
-        hour, then model (the all-models index ``len(models)`` last), then column; bin column = bin + 1."""
+        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, in the order
+        of the traffic table's rows (the all-models index ``len(models)``), then by column; column = bin + 1."""
         return (self._dense_bins if self.dense else self._sparse_bins)(metric)
 
     @staticmethod
@@ -577,7 +588,15 @@ class WindowRollup:
         return hour_index, model_index, column, counts[hour_index, model_index, column]
 
     def _sparse_bins(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The non-empty (hour, model, bin column) of one metric: per cell by sorting, of all models dense per hour."""
+        """:meth:`_sparse_bin_lists` one entry per bin, each with its row's hour and model."""
+        lengths, bins, counts = self._sparse_bin_lists(metric)
+        hour_index, model_index = self._sparse_keys()
+        return np.repeat(hour_index, lengths), np.repeat(model_index, lengths), bins.astype(np.int64) + 1, counts
+
+    def _sparse_bin_lists(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(bins per row, bin, count)`` of one metric's non-empty bins, per row of the sparse tables
+        (:meth:`_sparse_keys`), each row's bins ascending: per cell by one sort of the (cell, bin) codes,
+        of all models by one ``bincount`` over (hour, bin)."""
         rows = self._sparse_rows()
         values = rows[metric]
         if metric in _TIMES:
@@ -585,19 +604,30 @@ class WindowRollup:
             cell, hour, column = rows["cell"][logged], rows["hour"][logged], log_bins(values[logged], self.inv_ln_gamma)
         else:
             cell, hour, column = rows["cell"], rows["hour"], self._token_bins(values)
-        column = column.astype(np.int64) + 1  # bin -1 -> column 0
-        width = int(column.max(initial=0)) + 1
-        codes, counts = np.unique(cell * width + column, return_counts=True)  # by cell, then column
+        width = int(column.max(initial=-1)) + 2  # column: bin + 1 (bin -1 -> column 0)
+        n_cells = len(rows["cells"])
+        codes = cell * width  # cell * width + bin + 1, in place
+        codes += column
+        codes += 1
+        if n_cells * width <= np.iinfo(np.int32).max:  # half the bytes to sort
+            codes = codes.astype(np.int32)
+        codes.sort()  # by cell, then column
+        first = np.empty(len(codes), bool)  # the first of each run of equal codes
+        first[:1] = True
+        np.not_equal(codes[1:], codes[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, len(codes)))
+        codes = codes[starts].astype(np.int64)
         cell_index = codes // width
-        by_hour = np.bincount(hour * width + column, minlength=self.n_hours * width)
+        by_hour = hour * width  # hour * width + bin + 1, in place
+        by_hour += column
+        by_hour += 1
+        by_hour = np.bincount(by_hour, minlength=self.n_hours * width)
         all_code = np.flatnonzero(by_hour)  # by hour, then column
-        all_hour = all_code // width
-        at = _hour_major(rows["cell_hour"][cell_index], all_hour, self.n_hours)
-        cells, n_models = rows["cells"][cell_index], max(len(self.models), 1)
-        return (_merge(*at, cells // n_models, all_hour),
-                _merge(*at, cells % n_models, np.full(len(all_code), len(self.models))),
-                _merge(*at, codes - cell_index * width, all_code - all_hour * width),
-                _merge(*at, counts, by_hour[all_code]))
+        lengths = np.concatenate([np.bincount(cell_index, minlength=n_cells),
+                                  np.bincount(all_code // width, minlength=self.n_hours)[rows["hours"]]])
+        bins = np.concatenate([codes - cell_index * width, all_code % width]) - 1
+        return lengths, bins.astype(np.int16), np.concatenate([counts, by_hour[all_code]])
 
     def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
@@ -656,20 +686,3 @@ def _distinct(key: np.ndarray, n_keys: int, dense_limit: int = _DENSE_KEYS) -> t
         return distinct, index.reshape(-1)
     present = np.bincount(key, minlength=n_keys) > 0
     return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
-
-
-def _hour_major(model_hour: np.ndarray, all_hour: np.ndarray, n_hours: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions that interleave two sequences, each in hour order, hour by hour: in each hour the
-    first's entries (per model), then the second's (all models). ``model_hour``, ``all_hour``: the hour
-    of each entry, non-decreasing. Use with :func:`_merge`."""
-    n_model, n_all = np.bincount(model_hour, minlength=n_hours), np.bincount(all_hour, minlength=n_hours)
-    model_at = np.arange(len(model_hour)) + (np.cumsum(n_all) - n_all)[model_hour]
-    all_at = np.arange(len(all_hour)) + np.cumsum(n_model)[all_hour]
-    return model_at, all_at
-
-
-def _merge(model_at: np.ndarray, all_at: np.ndarray, model_values: np.ndarray, all_values: np.ndarray) -> np.ndarray:
-    """One array of both parts' values, each at the position :func:`_hour_major` gave it."""
-    out = np.empty((len(model_at) + len(all_at), *model_values.shape[1:]), np.result_type(model_values, all_values))
-    out[model_at], out[all_at] = model_values, all_values
-    return out

@@ -138,10 +138,12 @@ def _sorted(table: arrow.Table) -> arrow.Table:
 
 
 def test_packed_bins_are_the_same_dense_or_sparse(day):
-    """fct_histogram_hourly_bins' rows: the same table, row for row, counted densely or sparsely, and the
-    same bins as the one-row-per-bin table (the rows of each (hour, model), each metric's bins ascending)."""
+    """fct_histogram_hourly_bins' rows: the same rows counted densely or sparsely (in another order: the
+    sparse tables put each window's all-models rows last), and the same bins as the one-row-per-bin table
+    (the rows of each (hour, model), each metric's bins ascending)."""
     dense, sparse = (_roll(day, [7_000], dense).histogram_bins(profile.ALL_MODELS) for dense in (True, False))
-    assert dense.equals(sparse)
+    assert _sorted(dense).equals(_sorted(sparse))
+    assert sparse["model"][-24:].to_pylist() == [profile.ALL_MODELS] * 24  # every model's rows, then all models'
     rows = _roll(day, [], dense=False).histogram(profile.ALL_MODELS).to_pandas()  # each metric's: by hour, model
     packed = sparse.to_pandas()
     cells = rows[rows["metric"] == "input_tokens"][["hour_utc", "model"]].drop_duplicates(ignore_index=True)
