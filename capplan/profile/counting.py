@@ -264,18 +264,30 @@ def peak_in_flight_sparse(
     crossing = np.repeat(np.arange(len(start)), n_probes)
     within = np.arange(len(crossing)) - np.repeat(np.cumsum(n_probes) - n_probes, n_probes)
     probe_us = (first_probe[crossing] + within) * US_PER_HOUR
-    span = window_us + 2  # times -1 .. window_us, shifted by one
-    if len(model) and (int(model.max()) + 1) * span * 4 >= 2**63:
+    # event code: model, then time + 1 (0 .. window_us + 1) in time_bits bits, then the kind in 2 bits:
+    # shifts and masks, no division, take it apart
+    time_bits = int(window_us + 1).bit_length()
+    if len(model) and int(model.max()) + 1 > 1 << (61 - time_bits):  # codes below 2^63
         raise ValueError(f"too many models ({int(model.max()) + 1}) for one window of {n_hours} h")
-    events = np.sort(np.concatenate([((model * span + end + 1) << 2) + _COMPLETION,
-                                     ((model[crossing] * span + probe_us + 1) << 2) + _PROBE,
-                                     ((model * span + start + 1) << 2) + _ARRIVAL]))
+    n, n_probes = len(model), len(crossing)
+    events = np.empty(2 * n + n_probes, np.int64)
+    head = model << time_bits
+    for part, at, times, kind in ((events[:n], head, end, _COMPLETION), (events[n:n + n_probes], head[crossing],
+                                  probe_us, _PROBE), (events[n + n_probes:], head, start, _ARRIVAL)):
+        np.add(at, times, out=part)
+        part <<= 2
+        part += (1 << 2) + kind  # ((at + time + 1) << 2) + kind
+    events.sort()
     kind = events & 3
-    in_flight = np.cumsum(_DELTA[kind])  # every span adds one and removes one: sums restart at 0 per model
-    rest = events >> 2
-    event_model, times = rest // span, rest % span - 1
-    candidate = (kind != _COMPLETION) & (times >= 0) & (times < window_us)
-    cell = event_model[candidate] * n_hours + times[candidate] // US_PER_HOUR  # non-decreasing: events are sorted
+    kind -= 1  # the change of the count in flight: completion -1, probe 0, arrival +1
+    in_flight = np.cumsum(kind)  # every span adds one and removes one: sums restart at 0 per model
+    times = events >> 2
+    times &= (1 << time_bits) - 1  # time + 1
+    candidate = (kind >= 0) & (times >= 1) & (times <= window_us)  # probes and arrivals inside the window
+    times = times[candidate]
+    times -= 1
+    times //= US_PER_HOUR
+    cell = (events[candidate] >> (time_bits + 2)) * n_hours + times  # non-decreasing: events are sorted
     counts = in_flight[candidate]
     if not len(cell):
         empty = np.zeros(0, np.int64)
@@ -287,8 +299,7 @@ def peak_in_flight_sparse(
     return cells % n_hours, cells // n_hours, peak[keep]
 
 
-_COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2
-_DELTA = np.array([-1, 0, 1, 0], np.int64)  # change of the count in flight by event kind
+_COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2  # event kinds: their order at the same instant, and 1 + the change in flight
 
 
 def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[tuple[int, int]]:
