@@ -41,11 +41,16 @@ HISTOGRAM_SCHEMA = arrow.schema([
 """Columns of ``fct_histogram_hourly`` (one row per bin: the mergeable contract's and the readers' shape)."""
 HISTOGRAM_BINS_SCHEMA = arrow.schema([
     ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
-    *[(f"{metric}_{part}", arrow.list_(kind)) for metric in METRICS
-      for part, kind in (("bins", arrow.int16()), ("counts", arrow.int64()))],
+    *[(f"{metric}_codes{size}", arrow.list_(kind)) for metric in METRICS
+      for size, kind in (("", arrow.int32()), ("_large", arrow.int64()))],
 ])
 """Columns of ``fct_histogram_hourly_bins``, where the histograms are stored: one row per hour and model,
-each metric's non-empty bins ascending and their counts as two lists."""
+each metric's non-empty bins ascending as codes ``count · 2^16 + bin + 1`` (:func:`bin_codes`), a list
+of those whose count is below ``SMALL_COUNT`` (int32) and one of the rest (int64)."""
+CODE_SHIFT = 16
+"""A bin's code is ``count << CODE_SHIFT | (bin + 1)``: bin + 1 in the low 16 bits (bins are int16)."""
+SMALL_COUNT = 1 << 15
+"""Counts below this have int32 codes (``<metric>_codes``); larger ones go to ``<metric>_codes_large``. [requests]"""
 CONCURRENCY_SCHEMA = arrow.schema([("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
                                 ("concurrency_peak", arrow.int64())])
 """Columns of ``fct_concurrency_hourly``."""
@@ -558,7 +563,7 @@ class WindowRollup:
 
     def histogram_bins(self, all_models: str) -> arrow.Table:
         """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
-        non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
+        non-empty bin, each metric's bins ascending and their counts as codes (:func:`bin_codes`; empty: none logged)."""
         if self.dense:  # at most n_hours x (models + 1) cells: few
             width = len(self.models) + 1
             per_metric = {}
@@ -577,9 +582,7 @@ class WindowRollup:
                 lists.append((np.concatenate([[0], np.cumsum(lengths)]), bins, counts))
         columns = [self._hour_array(hour_index), self._names(model_index, all_models)]
         for offsets, bins, counts in lists:
-            offsets = arrow.array(offsets.astype(np.int32))
-            columns += [arrow.ListArray.from_arrays(offsets, arrow.array(bins)),
-                        arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64()))]
+            columns += bin_codes(offsets, bins, counts)
         return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
 
     def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -668,6 +671,44 @@ class WindowRollup:
         """Model names of model indices (``len(models)`` means ``all_models``), built in Arrow, not Python."""
         names = arrow.array([*self.models, all_models], arrow.string())
         return arrow.DictionaryArray.from_arrays(arrow.array(index, arrow.int32()), names).dictionary_decode()
+
+
+def bin_codes(offsets: np.ndarray, bins: np.ndarray, counts: np.ndarray) -> list[arrow.ListArray]:
+    """One metric's bins and counts as the two code lists of ``fct_histogram_hourly_bins``.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray of int
+        Where each table row's bins start in ``bins``, and their end last (``len(rows) + 1`` entries).
+    bins : numpy.ndarray of int
+        Log-bin index of each entry, ``-1 <= bin < 2^15``, ascending within a row.
+    counts : numpy.ndarray of int64
+        Its count, >= 1. [requests]
+
+    Returns
+    -------
+    list of two pyarrow.ListArray
+        Per row, the codes ``count · 2^16 + bin + 1`` of the bins whose count is below ``SMALL_COUNT``
+        (int32: count = code >> 16, bin = (code & 0xFFFF) - 1), and of the others (int64), in the order given.
+
+    Notes
+    -----
+    One integer per bin instead of a bin and a count: DuckDB stores a list element for about a third
+    of what a smallint and a bigint element cost it (docs/profile.md), and almost every count is small.
+    """
+    codes = counts << CODE_SHIFT  # a new int64 array, worked on in place
+    codes += bins
+    codes += 1
+    small = counts < SMALL_COUNT
+    if small.all():  # as is usual: no selection
+        before = np.asarray(offsets)
+        small_codes, large_codes = codes.astype(np.int32), codes[:0]
+    else:
+        before = np.concatenate([[0], np.cumsum(small)])[offsets]  # small entries before each offset
+        small_codes, large_codes = codes[small].astype(np.int32), codes[~small]
+    offsets = np.asarray(offsets, np.int64)
+    return [arrow.ListArray.from_arrays(arrow.array(before.astype(np.int32)), arrow.array(small_codes)),
+            arrow.ListArray.from_arrays(arrow.array((offsets - before).astype(np.int32)), arrow.array(large_codes))]
 
 
 def _busiest_second(key: np.ndarray, second_of_hour: np.ndarray, n_keys: int) -> np.ndarray:
