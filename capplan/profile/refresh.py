@@ -88,14 +88,15 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create the rollup tables if they do not exist (``sql/ddl_profile.sql``).
 
     A database written by an earlier capplan stores the histograms in an older layout: it is migrated in
-    place first, in one transaction (the caller's if one is open), its bins packed into
-    ``fct_histogram_hourly_bins`` as codes (``sql/int_profile_pack_histogram.sql``: the same bins and counts):
+    place first, in one transaction (the caller's if one is open), its bins stored in
+    ``fct_histogram_hourly_bins`` as codes (the same bins and counts):
 
     * ``fct_histogram_hourly`` a table of one row per bin (before the bins were stored as lists): renamed
-      (``sql/ddl_profile_migrate_histogram.sql``), packed, dropped; the view takes its name;
+      (``sql/ddl_profile_migrate_histogram.sql``), packed (``sql/int_profile_pack_histogram.sql``), dropped; the
+      view takes its name;
     * ``fct_histogram_hourly_bins`` with two lists per metric, bins and counts (before each bin and its count
-      were one code): its view dropped, renamed (``sql/ddl_profile_migrate_histogram_lists.sql``), its rows
-      (``sql/int_profile_histogram_list_rows.sql``) packed, dropped.
+      were one code): its view dropped, renamed (``sql/ddl_profile_migrate_histogram_lists.sql``), each row's
+      lists turned into codes (``sql/int_profile_histogram_lists_as_codes.sql``), dropped.
     """
     rows_table = con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]
     two_lists = not rows_table and con.execute(sql.load("int_profile_histogram_is_lists")).fetchall()[0][0]
@@ -117,7 +118,7 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(sql.load("ddl_profile_drop_histogram_view"))
             con.execute(sql.load("ddl_profile_migrate_histogram_lists"))
             con.execute(sql.load("ddl_profile"))
-            store_histogram_rows(con, con.sql(sql.load("int_profile_histogram_list_rows")))
+            con.sql(sql.load("int_profile_histogram_lists_as_codes")).insert_into(_STORED_AS["fct_histogram_hourly"])
             con.execute(sql.load("ddl_profile_drop_histogram_lists_table"))
         if own:
             con.commit()
