@@ -302,6 +302,11 @@ def test_histogram_rows_of_any_count_are_stored_and_read_back(con):
     assert view.to_pylist() == rows.sort_by([("metric", "ascending"), ("bin", "ascending")]).to_pylist()
 
 
+def _bins_in_order(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """Every row of the view fct_histogram_hourly, in one order."""
+    return con.sql("select * from fct_histogram_hourly order by hour_utc, model, metric, bin").fetchall()
+
+
 _TWO_LISTS_TABLE = "create table fct_histogram_hourly_bins as select hour_utc, model, " + ", ".join(
     f"coalesce(list(bin order by bin) filter (where metric = '{m}'), [])::smallint[] as {m}_bins, "
     f"coalesce(list(count order by bin) filter (where metric = '{m}'), [])::bigint[] as {m}_counts"
@@ -317,25 +322,24 @@ def test_histograms_in_two_lists_per_metric_are_migrated_in_place(con, insert_ro
     before each bin and its count were one code) keeps its bins: ensure_tables packs them as codes."""
     insert_rows(con, golden)
     profile.refresh_rollups(con)
-    keys = "hour_utc, model, metric, bin"
-    before = con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall()  # noqa: S608
+    before = _bins_in_order(con)
     con.execute("create table old_rows as select * from fct_histogram_hourly")
     con.execute("drop view fct_histogram_hourly")
     con.execute("drop table fct_histogram_hourly_bins")
     con.execute(_TWO_LISTS_TABLE)
     con.execute(_TWO_LISTS_VIEW)
     con.execute("drop table old_rows")
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
     with pytest.raises(profile.ProfileError, match="older layout"):
         profile.require_current_rollups(con)
     refresh.ensure_tables(con)
     columns = {r[0] for r in con.sql("select column_name from duckdb_columns() "
                                      "where table_name = 'fct_histogram_hourly_bins'").fetchall()}
     assert "input_tokens_codes" in columns and "input_tokens_counts" not in columns
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
     profile.require_current_rollups(con)
     assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
 
 
 def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
@@ -343,8 +347,7 @@ def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
     stored as lists) keeps its bins: ensure_tables packs them, drops the table and creates the view."""
     insert_rows(con, golden)
     profile.refresh_rollups(con)
-    keys = "hour_utc, model, metric, bin"
-    before = con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall()  # noqa: S608
+    before = _bins_in_order(con)
     con.execute("create table old_bins as select * from fct_histogram_hourly")
     con.execute("drop view fct_histogram_hourly")
     con.execute("drop table fct_histogram_hourly_bins")
@@ -352,6 +355,6 @@ def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
     refresh.ensure_tables(con)
     kinds = dict(con.sql("select table_name, table_type from information_schema.tables").fetchall())
     assert kinds["fct_histogram_hourly"] == "VIEW" and kinds["fct_histogram_hourly_bins"] == "BASE TABLE"
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
     assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
