@@ -16,36 +16,53 @@ create table if not exists fct_traffic_hourly (
     peak_second_requests bigint    not null   -- arrivals in the busiest aligned UTC second of the hour [requests]
 );
 -- sparse log-binned histograms, stored one row per hour x model with each metric's non-empty bins as
--- two lists (one row per bin cost DuckDB about 0.3 us per bin to store, the bulk of a rebuild):
--- bin k holds values in [gamma^k, gamma^(k+1)); bin -1 holds [0, 1). A metric with no value logged in
--- the hour has two empty lists.
+-- lists (one row per bin cost DuckDB about 0.3 us per bin to store, the bulk of a rebuild): bin k holds
+-- values in [gamma^k, gamma^(k+1)); bin -1 holds [0, 1). Each bin and its count are one integer, its
+-- code = count * 65536 + bin + 1 (count = code >> 16, bin = (code & 65535) - 1): in `<metric>_codes`
+-- (integer) when the count is below 32768, as almost all are, else in `<metric>_codes_large` (bigint);
+-- each list ascending by bin. A metric with no value logged in the hour has two empty lists.
 create table if not exists fct_histogram_hourly_bins (
-    hour_utc             timestamp  not null,  -- start of the hour, UTC
-    model                varchar    not null,  -- model name, or '__all__'
-    input_tokens_bins    smallint[] not null,  -- the non-empty log-bin indices (see above), ascending
-    input_tokens_counts  bigint[]   not null,  -- rows whose value falls in each bin of the list before [requests]
-    output_tokens_bins   smallint[] not null,
-    output_tokens_counts bigint[]   not null,
-    ttft_ms_bins         smallint[] not null,
-    ttft_ms_counts       bigint[]   not null,
-    latency_ms_bins      smallint[] not null,
-    latency_ms_counts    bigint[]   not null
+    hour_utc                   timestamp not null,  -- start of the hour, UTC
+    model                      varchar   not null,  -- model name, or '__all__'
+    input_tokens_codes         integer[] not null,  -- count [requests] * 65536 + log-bin index + 1 (see above)
+    input_tokens_codes_large   bigint[]  not null,  -- the same, for counts of 32768 requests or more
+    output_tokens_codes        integer[] not null,
+    output_tokens_codes_large  bigint[]  not null,
+    ttft_ms_codes              integer[] not null,
+    ttft_ms_codes_large        bigint[]  not null,
+    latency_ms_codes           integer[] not null,
+    latency_ms_codes_large     bigint[]  not null
 );
--- what every reader reads: one row per hour x model x metric x non-empty bin;
+-- what every reader reads: one row per hour x model x metric x non-empty bin (the codes decoded);
 -- metric: 'input_tokens' | 'output_tokens' | 'ttft_ms' | 'latency_ms'.
 create view if not exists fct_histogram_hourly as
-select hour_utc, model, 'input_tokens' as metric, unnest(input_tokens_bins) as bin,
-       unnest(input_tokens_counts) as count
-from fct_histogram_hourly_bins
-union all
-select hour_utc, model, 'output_tokens', unnest(output_tokens_bins), unnest(output_tokens_counts)
-from fct_histogram_hourly_bins
-union all
-select hour_utc, model, 'ttft_ms', unnest(ttft_ms_bins), unnest(ttft_ms_counts)
-from fct_histogram_hourly_bins
-union all
-select hour_utc, model, 'latency_ms', unnest(latency_ms_bins), unnest(latency_ms_counts)
-from fct_histogram_hourly_bins;
+with
+
+codes as (
+    select hour_utc, model, 'input_tokens' as metric, unnest(input_tokens_codes)::bigint as code
+    from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'input_tokens', unnest(input_tokens_codes_large) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'output_tokens', unnest(output_tokens_codes) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'output_tokens', unnest(output_tokens_codes_large) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'ttft_ms', unnest(ttft_ms_codes) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'ttft_ms', unnest(ttft_ms_codes_large) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'latency_ms', unnest(latency_ms_codes) from fct_histogram_hourly_bins
+    union all
+    select hour_utc, model, 'latency_ms', unnest(latency_ms_codes_large) from fct_histogram_hourly_bins
+),
+
+final as (
+    select hour_utc, model, metric, ((code & 65535) - 1)::smallint as bin, (code >> 16)::bigint as count
+    from codes
+)
+
+select * from final;
 -- peak number of requests in flight during the hour (sweep over [arrival, arrival + latency)).
 create table if not exists fct_concurrency_hourly (
     hour_utc         timestamp not null,  -- start of the hour, UTC

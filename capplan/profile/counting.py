@@ -41,11 +41,16 @@ HISTOGRAM_SCHEMA = arrow.schema([
 """Columns of ``fct_histogram_hourly`` (one row per bin: the mergeable contract's and the readers' shape)."""
 HISTOGRAM_BINS_SCHEMA = arrow.schema([
     ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
-    *[(f"{metric}_{part}", arrow.list_(kind)) for metric in METRICS
-      for part, kind in (("bins", arrow.int16()), ("counts", arrow.int64()))],
+    *[(f"{metric}_codes{size}", arrow.list_(kind)) for metric in METRICS
+      for size, kind in (("", arrow.int32()), ("_large", arrow.int64()))],
 ])
 """Columns of ``fct_histogram_hourly_bins``, where the histograms are stored: one row per hour and model,
-each metric's non-empty bins ascending and their counts as two lists."""
+each metric's non-empty bins ascending as codes ``count · 2^16 + bin + 1`` (:func:`bin_codes`), a list
+of those whose count is below ``SMALL_COUNT`` (int32) and one of the rest (int64)."""
+CODE_SHIFT = 16
+"""A bin's code is ``count << CODE_SHIFT | (bin + 1)``: bin + 1 in the low 16 bits (bins are int16)."""
+SMALL_COUNT = 1 << 15
+"""Counts below this have int32 codes (``<metric>_codes``); larger ones go to ``<metric>_codes_large``. [requests]"""
 CONCURRENCY_SCHEMA = arrow.schema([("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
                                 ("concurrency_peak", arrow.int64())])
 """Columns of ``fct_concurrency_hourly``."""
@@ -269,18 +274,30 @@ def peak_in_flight_sparse(
     crossing = np.repeat(np.arange(len(start)), n_probes)
     within = np.arange(len(crossing)) - np.repeat(np.cumsum(n_probes) - n_probes, n_probes)
     probe_us = (first_probe[crossing] + within) * US_PER_HOUR
-    span = window_us + 2  # times -1 .. window_us, shifted by one
-    if len(model) and (int(model.max()) + 1) * span * 4 >= 2**63:
+    # event code: model, then time + 1 (0 .. window_us + 1) in time_bits bits, then the kind in 2 bits:
+    # shifts and masks, no division, take it apart
+    time_bits = int(window_us + 1).bit_length()
+    if len(model) and int(model.max()) + 1 > 1 << (61 - time_bits):  # codes below 2^63
         raise ValueError(f"too many models ({int(model.max()) + 1}) for one window of {n_hours} h")
-    events = np.sort(np.concatenate([((model * span + end + 1) << 2) + _COMPLETION,
-                                     ((model[crossing] * span + probe_us + 1) << 2) + _PROBE,
-                                     ((model * span + start + 1) << 2) + _ARRIVAL]))
+    n, n_probes = len(model), len(crossing)
+    events = np.empty(2 * n + n_probes, np.int64)
+    head = model << time_bits
+    for part, at, times, kind in ((events[:n], head, end, _COMPLETION), (events[n:n + n_probes], head[crossing],
+                                  probe_us, _PROBE), (events[n + n_probes:], head, start, _ARRIVAL)):
+        np.add(at, times, out=part)
+        part <<= 2
+        part += (1 << 2) + kind  # ((at + time + 1) << 2) + kind
+    events.sort()
     kind = events & 3
-    in_flight = np.cumsum(_DELTA[kind])  # every span adds one and removes one: sums restart at 0 per model
-    rest = events >> 2
-    event_model, times = rest // span, rest % span - 1
-    candidate = (kind != _COMPLETION) & (times >= 0) & (times < window_us)
-    cell = event_model[candidate] * n_hours + times[candidate] // US_PER_HOUR  # non-decreasing: events are sorted
+    kind -= 1  # the change of the count in flight: completion -1, probe 0, arrival +1
+    in_flight = np.cumsum(kind)  # every span adds one and removes one: sums restart at 0 per model
+    times = events >> 2
+    times &= (1 << time_bits) - 1  # time + 1
+    candidate = (kind >= 0) & (times >= 1) & (times <= window_us)  # probes and arrivals inside the window
+    times = times[candidate]
+    times -= 1
+    times //= US_PER_HOUR
+    cell = (events[candidate] >> (time_bits + 2)) * n_hours + times  # non-decreasing: events are sorted
     counts = in_flight[candidate]
     if not len(cell):
         empty = np.zeros(0, np.int64)
@@ -292,8 +309,7 @@ def peak_in_flight_sparse(
     return cells % n_hours, cells // n_hours, peak[keep]
 
 
-_COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2
-_DELTA = np.array([-1, 0, 1, 0], np.int64)  # change of the count in flight by event kind
+_COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2  # event kinds: their order at the same instant, and 1 + the change in flight
 
 
 def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[tuple[int, int]]:
@@ -493,10 +509,10 @@ class WindowRollup:
         return {"hour": hour_index, "model": model_index, "peak": peak[at]} | {k: v[at] for k, v in columns.items()}
 
     def _sparse_rows(self) -> dict[str, np.ndarray]:
-        """The kept rows as one array per column (concatenated once, kept so), with ``hour`` and ``cell``
-        (index in ``cells``, the (hour, model) keys with arrivals, hour-major), and the tables' layout:
-        ``cell_at`` (the table row of each cell) and ``hour_at`` (of each hour in ``hours``, those with
-        arrivals: its all-models row, after its models')."""
+        """The kept rows as one array per column (concatenated once, kept so), with ``hour``, ``cell``
+        (index in ``cells``, the (hour, model) keys with arrivals, ascending: hour-major), ``cell_hour``
+        (the hour of each cell) and ``hours`` (those with arrivals). The sparse tables' rows are the
+        cells in that order, then the all-models row of each hour in ``hours`` (:meth:`_sparse_keys`)."""
         if self._cells is None:
             empty = {"second": np.int64, "model": np.int64, "status_class": np.uint8, "input_tokens": np.int64,
                      "output_tokens": np.int64, "ttft_ms": np.float64, "latency_ms": np.float64}
@@ -508,33 +524,39 @@ class WindowRollup:
             rows["cells"], rows["cell"] = _distinct(rows["hour"] * n_models + rows["model"], self.n_hours * n_models)
             rows["cell_hour"] = rows["cells"] // n_models
             rows["hours"] = np.flatnonzero(np.bincount(rows["cell_hour"], minlength=self.n_hours))
-            rows["cell_at"], rows["hour_at"] = _hour_major(rows["cell_hour"], rows["hours"], self.n_hours)
             self._cells = rows
         return self._cells
 
     def _sparse_cells(self) -> dict[str, np.ndarray]:
-        """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, then per hour."""
+        """:meth:`_dense_cells` counted from the kept rows: per (hour, model) cell that occurs, and per hour
+        the sums of its cells (the busiest second of all models from the rows), in :meth:`_sparse_keys` order."""
         rows = self._sparse_rows()
+        key, n_keys, second = rows["cell"], len(rows["cells"]), rows["second"] % S_PER_HOUR
         logged = {name: ~np.isnan(rows[name]) for name in _TIMES}
-        parts = []
-        for key, n_keys in ((rows["cell"], len(rows["cells"])), (rows["hour"], self.n_hours)):  # per model, all
-            parts.append({
-                "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
-                                      minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
-                # float64 weights are exact below 2^53 tokens per window and key
-                "tokens": np.stack([np.bincount(key, weights=rows[t], minlength=n_keys).astype(np.int64)
-                                    for t in ("input_tokens", "output_tokens")], axis=1),
-                "time_sums": np.stack([np.bincount(key[logged[t]], weights=rows[t][logged[t]], minlength=n_keys)
-                                       for t in _TIMES], axis=1),
-                "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
-                "peak": _busiest_second(key, rows["second"] % S_PER_HOUR, n_keys),
-            })
-        by_model, by_hour = parts
-        hours, at = rows["hours"], (rows["cell_at"], rows["hour_at"])
-        n_models = max(len(self.models), 1)
-        return {"hour": _merge(*at, rows["cell_hour"], hours),
-                "model": _merge(*at, rows["cells"] % n_models, np.full(len(hours), len(self.models)))} | {
-            k: _merge(*at, by_model[k], by_hour[k][hours]) for k in by_model}
+        by_cell = {
+            "status": np.bincount(key * STATUS_CLASSES + rows["status_class"],
+                                  minlength=n_keys * STATUS_CLASSES).reshape(n_keys, STATUS_CLASSES),
+            # float64 weights are exact below 2^53 tokens per window and key
+            "tokens": np.stack([np.bincount(key, weights=rows[t], minlength=n_keys).astype(np.int64)
+                                for t in ("input_tokens", "output_tokens")], axis=1),
+            "time_sums": np.stack([np.bincount(key[logged[t]], weights=rows[t][logged[t]], minlength=n_keys)
+                                   for t in _TIMES], axis=1),
+            "time_counts": np.stack([np.bincount(key[logged[t]], minlength=n_keys) for t in _TIMES], axis=1),
+        }
+        hours = rows["hours"]
+        first_cell = np.searchsorted(rows["cell_hour"], hours)  # cells are hour-major; every hour has one
+        by_hour = {k: np.add.reduceat(v, first_cell, axis=0) for k, v in by_cell.items()}
+        by_cell["peak"] = _busiest_second(key, second, n_keys)
+        by_hour["peak"] = _busiest_second(rows["hour"], second, self.n_hours)[hours]
+        hour, model = self._sparse_keys()
+        return {"hour": hour, "model": model} | {k: np.concatenate([by_cell[k], by_hour[k]]) for k in by_cell}
+
+    def _sparse_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(hour_index, model_index)`` of each row of the sparse tables: every (hour, model) cell with
+        arrivals, hour-major, then the all-models row (index ``len(models)``) of each hour with arrivals."""
+        rows, n_models = self._sparse_rows(), max(len(self.models), 1)
+        return (np.concatenate([rows["cell_hour"], rows["hours"]]),
+                np.concatenate([rows["cells"] % n_models, np.full(len(rows["hours"]), len(self.models))]))
 
     def histogram(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_histogram_hourly``: the non-empty bins of every metric, per model and ``all_models``."""
@@ -549,28 +571,31 @@ class WindowRollup:
 
     def histogram_bins(self, all_models: str) -> arrow.Table:
         """:meth:`histogram` packed as rows of ``fct_histogram_hourly_bins``: one per (hour, model) with a
-        non-empty bin, each metric's bins ascending and their counts as two lists (empty: none logged)."""
-        width = len(self.models) + 1
-        per_metric = {}
-        for metric in METRICS:
-            hour_index, model_index, column, counts = self._bins_of(metric)
-            per_metric[metric] = hour_index * width + model_index, column, counts  # cells ascending
+        non-empty bin, each metric's bins ascending and their counts as codes (:func:`bin_codes`; empty: none logged)."""
         if self.dense:  # at most n_hours x (models + 1) cells: few
+            width = len(self.models) + 1
+            per_metric = {}
+            for metric in METRICS:
+                hour_index, model_index, column, counts = self._dense_bins(metric)
+                per_metric[metric] = hour_index * width + model_index, column, counts  # cells ascending
             cells = np.unique(np.concatenate([cell for cell, _, _ in per_metric.values()]))
-        else:  # every (hour, model) with arrivals has input-token bins: the traffic table's cells
-            rows, n_models = self._sparse_rows(), max(len(self.models), 1)
-            cells = _merge(rows["cell_at"], rows["hour_at"], rows["cell_hour"] * width + rows["cells"] % n_models,
-                           rows["hours"] * width + len(self.models))
-        columns = [self._hour_array(cells // width), self._names(cells % width, all_models)]
-        for cell, column, counts in per_metric.values():
-            offsets = arrow.array(np.append(np.searchsorted(cell, cells), len(cell)).astype(np.int32))
-            columns += [arrow.ListArray.from_arrays(offsets, arrow.array((column - 1).astype(np.int16))),
-                        arrow.ListArray.from_arrays(offsets, arrow.array(counts, arrow.int64()))]
+            hour_index, model_index = cells // width, cells % width
+            lists = [(np.append(np.searchsorted(cell, cells), len(cell)), (column - 1).astype(np.int16), counts)
+                     for cell, column, counts in per_metric.values()]
+        else:  # every (hour, model) with arrivals has input-token bins: the traffic table's rows
+            hour_index, model_index = self._sparse_keys()
+            lists = []
+            for metric in METRICS:
+                lengths, bins, counts = self._sparse_bin_lists(metric)
+                lists.append((np.concatenate([[0], np.cumsum(lengths)]), bins, counts))
+        columns = [self._hour_array(hour_index), self._names(model_index, all_models)]
+        for offsets, bins, counts in lists:
+            columns += bin_codes(offsets, bins, counts)
         return arrow.Table.from_arrays(columns, schema=HISTOGRAM_BINS_SCHEMA)
 
     def _bins_of(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, ordered by
-        hour, then model (the all-models index ``len(models)`` last), then column; bin column = bin + 1."""
+        """``(hour_index, model_index, bin column, count)`` of the non-empty bins of one metric, in the order
+        of the traffic table's rows (the all-models index ``len(models)``), then by column; column = bin + 1."""
         return (self._dense_bins if self.dense else self._sparse_bins)(metric)
 
     @staticmethod
@@ -585,7 +610,15 @@ class WindowRollup:
         return hour_index, model_index, column, counts[hour_index, model_index, column]
 
     def _sparse_bins(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The non-empty (hour, model, bin column) of one metric: per cell by sorting, of all models dense per hour."""
+        """:meth:`_sparse_bin_lists` one entry per bin, each with its row's hour and model."""
+        lengths, bins, counts = self._sparse_bin_lists(metric)
+        hour_index, model_index = self._sparse_keys()
+        return np.repeat(hour_index, lengths), np.repeat(model_index, lengths), bins.astype(np.int64) + 1, counts
+
+    def _sparse_bin_lists(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(bins per row, bin, count)`` of one metric's non-empty bins, per row of the sparse tables
+        (:meth:`_sparse_keys`), each row's bins ascending: per cell by one sort of the (cell, bin) codes,
+        of all models by one ``bincount`` over (hour, bin)."""
         rows = self._sparse_rows()
         values = rows[metric]
         if metric in _TIMES:
@@ -593,19 +626,30 @@ class WindowRollup:
             cell, hour, column = rows["cell"][logged], rows["hour"][logged], log_bins(values[logged], self.inv_ln_gamma)
         else:
             cell, hour, column = rows["cell"], rows["hour"], self._token_bins(values)
-        column = column.astype(np.int64) + 1  # bin -1 -> column 0
-        width = int(column.max(initial=0)) + 1
-        codes, counts = np.unique(cell * width + column, return_counts=True)  # by cell, then column
+        width = int(column.max(initial=-1)) + 2  # column: bin + 1 (bin -1 -> column 0)
+        n_cells = len(rows["cells"])
+        codes = cell * width  # cell * width + bin + 1, in place
+        codes += column
+        codes += 1
+        if n_cells * width <= np.iinfo(np.int32).max:  # half the bytes to sort
+            codes = codes.astype(np.int32)
+        codes.sort()  # by cell, then column
+        first = np.empty(len(codes), bool)  # the first of each run of equal codes
+        first[:1] = True
+        np.not_equal(codes[1:], codes[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        counts = np.diff(np.append(starts, len(codes)))
+        codes = codes[starts].astype(np.int64)
         cell_index = codes // width
-        by_hour = np.bincount(hour * width + column, minlength=self.n_hours * width)
+        by_hour = hour * width  # hour * width + bin + 1, in place
+        by_hour += column
+        by_hour += 1
+        by_hour = np.bincount(by_hour, minlength=self.n_hours * width)
         all_code = np.flatnonzero(by_hour)  # by hour, then column
-        all_hour = all_code // width
-        at = _hour_major(rows["cell_hour"][cell_index], all_hour, self.n_hours)
-        cells, n_models = rows["cells"][cell_index], max(len(self.models), 1)
-        return (_merge(*at, cells // n_models, all_hour),
-                _merge(*at, cells % n_models, np.full(len(all_code), len(self.models))),
-                _merge(*at, codes - cell_index * width, all_code - all_hour * width),
-                _merge(*at, counts, by_hour[all_code]))
+        lengths = np.concatenate([np.bincount(cell_index, minlength=n_cells),
+                                  np.bincount(all_code // width, minlength=self.n_hours)[rows["hours"]]])
+        bins = np.concatenate([codes - cell_index * width, all_code % width]) - 1
+        return lengths, bins.astype(np.int16), np.concatenate([counts, by_hour[all_code]])
 
     def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
@@ -637,6 +681,44 @@ class WindowRollup:
         return arrow.DictionaryArray.from_arrays(arrow.array(index, arrow.int32()), names).dictionary_decode()
 
 
+def bin_codes(offsets: np.ndarray, bins: np.ndarray, counts: np.ndarray) -> list[arrow.ListArray]:
+    """One metric's bins and counts as the two code lists of ``fct_histogram_hourly_bins``.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray of int
+        Where each table row's bins start in ``bins``, and their end last (``len(rows) + 1`` entries).
+    bins : numpy.ndarray of int
+        Log-bin index of each entry, ``-1 <= bin < 2^15``, ascending within a row.
+    counts : numpy.ndarray of int64
+        Its count, >= 1. [requests]
+
+    Returns
+    -------
+    list of two pyarrow.ListArray
+        Per row, the codes ``count · 2^16 + bin + 1`` of the bins whose count is below ``SMALL_COUNT``
+        (int32: count = code >> 16, bin = (code & 0xFFFF) - 1), and of the others (int64), in the order given.
+
+    Notes
+    -----
+    One integer per bin instead of a bin and a count: DuckDB stores a list element for about a third
+    of what a smallint and a bigint element cost it (docs/profile.md), and almost every count is small.
+    """
+    codes = counts << CODE_SHIFT  # a new int64 array, worked on in place
+    codes += bins
+    codes += 1
+    small = counts < SMALL_COUNT
+    if small.all():  # as is usual: no selection
+        before = np.asarray(offsets)
+        small_codes, large_codes = codes.astype(np.int32), codes[:0]
+    else:
+        before = np.concatenate([[0], np.cumsum(small)])[offsets]  # small entries before each offset
+        small_codes, large_codes = codes[small].astype(np.int32), codes[~small]
+    offsets = np.asarray(offsets, np.int64)
+    return [arrow.ListArray.from_arrays(arrow.array(before.astype(np.int32)), arrow.array(small_codes)),
+            arrow.ListArray.from_arrays(arrow.array((offsets - before).astype(np.int32)), arrow.array(large_codes))]
+
+
 def _busiest_second(key: np.ndarray, second_of_hour: np.ndarray, n_keys: int) -> np.ndarray:
     """Most arrivals in one second, per key (an hour or an (hour, model) cell): dense per (key, second)
     when that array is small, else by sorting the codes."""
@@ -664,20 +746,3 @@ def _distinct(key: np.ndarray, n_keys: int, dense_limit: int = _DENSE_KEYS) -> t
         return distinct, index.reshape(-1)
     present = np.bincount(key, minlength=n_keys) > 0
     return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
-
-
-def _hour_major(model_hour: np.ndarray, all_hour: np.ndarray, n_hours: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions that interleave two sequences, each in hour order, hour by hour: in each hour the
-    first's entries (per model), then the second's (all models). ``model_hour``, ``all_hour``: the hour
-    of each entry, non-decreasing. Use with :func:`_merge`."""
-    n_model, n_all = np.bincount(model_hour, minlength=n_hours), np.bincount(all_hour, minlength=n_hours)
-    model_at = np.arange(len(model_hour)) + (np.cumsum(n_all) - n_all)[model_hour]
-    all_at = np.arange(len(all_hour)) + np.cumsum(n_model)[all_hour]
-    return model_at, all_at
-
-
-def _merge(model_at: np.ndarray, all_at: np.ndarray, model_values: np.ndarray, all_values: np.ndarray) -> np.ndarray:
-    """One array of both parts' values, each at the position :func:`_hour_major` gave it."""
-    out = np.empty((len(model_at) + len(all_at), *model_values.shape[1:]), np.result_type(model_values, all_values))
-    out[model_at], out[all_at] = model_values, all_values
-    return out

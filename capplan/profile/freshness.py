@@ -71,6 +71,10 @@ def require_current_rollups(con: duckdb.DuckDBPyConnection) -> None:
     if not con.execute(sql.load("int_profile_rollups_exist")).fetchall()[0][0]:
         raise ProfileError(f"the database has never been profiled: run `{REFRESH_COMMAND}` "
                            "(or `capplan ingest`, which refreshes after loading)")
+    if (con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]
+            or con.execute(sql.load("int_profile_histogram_is_lists")).fetchall()[0][0]):
+        raise ProfileError("the profile's histograms are stored in an older layout (an earlier capplan): run "
+                           f"`{REFRESH_COMMAND}`, which converts them in place")
     if stored_rollup_version(con) != ROLLUP_VERSION and has_file_rollups(con):
         raise ProfileError("the profile roll-ups were computed under an older definition (before "
                            f"roll-up version {ROLLUP_VERSION}): run `capplan profile --rebuild`")

@@ -4,7 +4,8 @@ Raw rows are rolled up once into per-hour tables (``sql/ddl_profile.sql``):
 
 * ``fct_traffic_hourly``: counts, token and time sums, busiest second, per UTC hour and model;
 * ``fct_histogram_hourly``: sparse log-binned histograms of input/output tokens, TTFT and latency (a
-  view of ``fct_histogram_hourly_bins``, which stores each hour, model and metric's bins as lists);
+  view of ``fct_histogram_hourly_bins``, which stores each hour, model and metric's bins and counts as
+  lists of codes);
 * ``fct_concurrency_hourly``: peak requests in flight (a sweep over ``[arrival, arrival + latency)``).
 
 :func:`refresh_rollups` recomputes only the hours touched by files that appeared, changed or
@@ -86,12 +87,20 @@ _EPOCH = datetime(1970, 1, 1)
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Create the rollup tables if they do not exist (``sql/ddl_profile.sql``).
 
-    A database written before the histograms' bins were stored as lists holds ``fct_histogram_hourly``
-    as a table of one row per bin: it is migrated in place first, in one transaction (the caller's if
-    one is open): renamed (``sql/ddl_profile_migrate_histogram.sql``), its bins packed into
-    ``fct_histogram_hourly_bins`` (the same bins and counts), then dropped; the view takes its name.
+    A database written by an earlier capplan stores the histograms in an older layout: it is migrated in
+    place first, in one transaction (the caller's if one is open), its bins stored in
+    ``fct_histogram_hourly_bins`` as codes (the same bins and counts):
+
+    * ``fct_histogram_hourly`` a table of one row per bin (before the bins were stored as lists): renamed
+      (``sql/ddl_profile_migrate_histogram.sql``), packed (``sql/int_profile_pack_histogram.sql``), dropped; the
+      view takes its name;
+    * ``fct_histogram_hourly_bins`` with two lists per metric, bins and counts (before each bin and its count
+      were one code): its view dropped, renamed (``sql/ddl_profile_migrate_histogram_lists.sql``), each row's
+      lists turned into codes (``sql/int_profile_histogram_lists_as_codes.sql``), dropped.
     """
-    if not con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]:
+    rows_table = con.execute(sql.load("int_profile_histogram_is_table")).fetchall()[0][0]
+    two_lists = not rows_table and con.execute(sql.load("int_profile_histogram_is_lists")).fetchall()[0][0]
+    if not (rows_table or two_lists):
         con.execute(sql.load("ddl_profile"))
         return
     try:
@@ -100,10 +109,17 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
     except duckdb.TransactionException:  # already in the caller's: the migration commits or rolls back with it
         own = False
     try:
-        con.execute(sql.load("ddl_profile_migrate_histogram"))
-        con.execute(sql.load("ddl_profile"))
-        con.sql(sql.load("int_profile_pack_histogram")).insert_into(_STORED_AS["fct_histogram_hourly"])
-        con.execute(sql.load("ddl_profile_drop_histogram_rows_table"))
+        if rows_table:
+            con.execute(sql.load("ddl_profile_migrate_histogram"))
+            con.execute(sql.load("ddl_profile"))
+            con.sql(sql.load("int_profile_pack_histogram")).insert_into(_STORED_AS["fct_histogram_hourly"])
+            con.execute(sql.load("ddl_profile_drop_histogram_rows_table"))
+        else:
+            con.execute(sql.load("ddl_profile_drop_histogram_view"))
+            con.execute(sql.load("ddl_profile_migrate_histogram_lists"))
+            con.execute(sql.load("ddl_profile"))
+            con.sql(sql.load("int_profile_histogram_lists_as_codes")).insert_into(_STORED_AS["fct_histogram_hourly"])
+            con.execute(sql.load("ddl_profile_drop_histogram_lists_table"))
         if own:
             con.commit()
     except BaseException:
@@ -461,7 +477,8 @@ class _InsertBuffer:
     def add(self, tables: dict[str, arrow.Table]) -> None:
         self.parts.append(tables)
         packed = tables["fct_histogram_hourly"]
-        self.rows += sum(len(packed.column(f"{metric}_counts").combine_chunks().flatten()) for metric in METRICS)
+        self.rows += sum(len(packed.column(f"{metric}_codes{size}").combine_chunks().flatten())
+                         for metric in METRICS for size in ("", "_large"))
         if self.rows >= self.ROWS:
             self.flush()
 

@@ -15,6 +15,7 @@ import pyarrow.compute as arrow_compute
 
 from capplan import sql
 from capplan.profile.bins import HISTOGRAM_GAMMA
+from capplan.profile.counting import CODE_SHIFT
 from capplan.profile.read import (
     TOKEN_QUANTILES,
     TTFT_QUANTILES,
@@ -97,18 +98,20 @@ def _merged_token_bins(con: duckdb.DuckDBPyConnection, names: list[str], model: 
         row = arrow_compute.fill_null(arrow_compute.index_in(batch.column("model"), value_set=known), len(names))
         row = row.to_numpy().astype(np.int64)
         for metric in _TOKENS:
-            bins = batch.column(f"{metric}_bins")
-            parent = arrow_compute.list_parent_indices(bins).to_numpy()
-            column = bins.flatten().to_numpy().astype(np.int64) + 1  # bin -1 -> column 0
-            top = int(column.max(initial=0)) + 1
-            if top > width:  # a bin beyond int32 tokens (a metrics histogram): grow, within the limit
-                if rows * top > merge_cells:
-                    return None
-                counts = {m: np.pad(c, ((0, 0), (0, top - width))) for m, c in counts.items()}
-                width = top
-            # float64 weights are exact below 2^53 requests per batch and bin
-            counts[metric] += np.bincount(row[parent] * width + column, weights=batch.column(f"{metric}_counts").flatten(
-                ).to_numpy(), minlength=rows * width).reshape(rows, width).astype(np.int64)
+            for size in ("", "_large"):  # codes count << CODE_SHIFT | (bin + 1) (sql/ddl_profile.sql)
+                lists = batch.column(f"{metric}_codes{size}")
+                parent = arrow_compute.list_parent_indices(lists).to_numpy()
+                codes = lists.flatten().to_numpy().astype(np.int64)
+                column = codes & ((1 << CODE_SHIFT) - 1)  # bin + 1: bin -1 -> column 0
+                top = int(column.max(initial=0)) + 1
+                if top > width:  # a bin beyond int32 tokens (a metrics histogram): grow, within the limit
+                    if rows * top > merge_cells:
+                        return None
+                    counts = {m: np.pad(c, ((0, 0), (0, top - width))) for m, c in counts.items()}
+                    width = top
+                # float64 weights are exact below 2^53 requests per batch and bin
+                counts[metric] += np.bincount(row[parent] * width + column, weights=codes >> CODE_SHIFT,
+                                              minlength=rows * width).reshape(rows, width).astype(np.int64)
     return counts
 
 

@@ -138,20 +138,44 @@ def _sorted(table: arrow.Table) -> arrow.Table:
 
 
 def test_packed_bins_are_the_same_dense_or_sparse(day):
-    """fct_histogram_hourly_bins' rows: the same table, row for row, counted densely or sparsely, and the
-    same bins as the one-row-per-bin table (the rows of each (hour, model), each metric's bins ascending)."""
+    """fct_histogram_hourly_bins' rows: the same rows counted densely or sparsely (in another order: the
+    sparse tables put each window's all-models rows last), and the same bins as the one-row-per-bin table
+    (the rows of each (hour, model), each metric's bins ascending)."""
     dense, sparse = (_roll(day, [7_000], dense).histogram_bins(profile.ALL_MODELS) for dense in (True, False))
-    assert dense.equals(sparse)
+    assert _sorted(dense).equals(_sorted(sparse))
+    assert sparse["model"][-24:].to_pylist() == [profile.ALL_MODELS] * 24  # every model's rows, then all models'
     rows = _roll(day, [], dense=False).histogram(profile.ALL_MODELS).to_pandas()  # each metric's: by hour, model
     packed = sparse.to_pandas()
     cells = rows[rows["metric"] == "input_tokens"][["hour_utc", "model"]].drop_duplicates(ignore_index=True)
     assert packed[["hour_utc", "model"]].equals(cells)  # every request has input tokens
     for metric in profile.METRICS:
-        mine = packed.explode([f"{metric}_bins", f"{metric}_counts"]).dropna(subset=f"{metric}_bins")
+        assert all(len(codes) == 0 for codes in packed[f"{metric}_codes_large"])  # no count reaches 32768 here
+        mine = packed.explode(f"{metric}_codes").dropna(subset=f"{metric}_codes")
+        codes = mine[f"{metric}_codes"].to_numpy(np.int64)
         want = rows[rows["metric"] == metric]
         np.testing.assert_array_equal(mine[["hour_utc", "model"]], want[["hour_utc", "model"]])
-        np.testing.assert_array_equal(mine[f"{metric}_bins"].astype(int), want["bin"])
-        np.testing.assert_array_equal(mine[f"{metric}_counts"].astype(int), want["count"])
+        np.testing.assert_array_equal((codes & 0xFFFF) - 1, want["bin"])
+        np.testing.assert_array_equal(codes >> 16, want["count"])
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_counts_of_32768_and_more_are_coded_in_the_large_lists(dense):
+    """An hour of 40,000 requests of 10 input tokens (bin floor(ln 10 / ln 1.02) = 116) and 1 output token
+    (bin 0), 30,000 of model a and 10,000 of b: a's and all models' counts (30,000 < 32,768 and 40,000)
+    land in the int32 and int64 code lists, each code count · 65,536 + bin + 1."""
+    rollup = WindowRollup(T0_HOUR, 1, ["a", "b"], INV_LN_GAMMA, in_flight=False, dense=dense)
+    n = 40_000
+    rollup.add(arrow.record_batch({
+        "ts_us": np.full(n, T0_HOUR * 3_600_000_000 + 5), "model_index": np.repeat(np.array([0, 1], np.int32),
+                                                                                      [30_000, 10_000]),
+        "status_class": np.zeros(n, np.uint8), "input_tokens": np.full(n, 10), "output_tokens": np.ones(n, np.int64),
+        "ttft_ms": np.full(n, np.nan), "latency_ms": np.full(n, np.nan)}))
+    packed = {row["model"]: row for row in rollup.histogram_bins(profile.ALL_MODELS).to_pylist()}
+    assert packed["a"]["input_tokens_codes"] == [30_000 * 65_536 + 117] and packed["a"]["input_tokens_codes_large"] == []
+    assert packed["b"]["output_tokens_codes"] == [10_000 * 65_536 + 1]
+    assert packed[profile.ALL_MODELS]["input_tokens_codes"] == []
+    assert packed[profile.ALL_MODELS]["input_tokens_codes_large"] == [40_000 * 65_536 + 117]
+    assert packed[profile.ALL_MODELS]["ttft_ms_codes"] == packed[profile.ALL_MODELS]["ttft_ms_codes_large"] == []
 
 
 @settings(max_examples=100, deadline=None)

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as arrow
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -269,11 +270,12 @@ def test_histograms_are_stored_as_lists_and_read_one_row_per_bin(con, insert_row
     stored = con.sql("select * from fct_histogram_hourly_bins").df()
     assert stored.groupby(["hour_utc", "model"]).size().max() == 1
     for metric in profile.METRICS:
-        bins, counts = stored[f"{metric}_bins"], stored[f"{metric}_counts"]
-        assert all(list(b) == sorted(set(b)) and len(b) == len(c) for b, c in zip(bins, counts, strict=True))
-        assert all(c > 0 for cs in counts for c in cs)
-    assert all(len(b) for b in stored["input_tokens_bins"])  # every request has tokens; golden has no TTFT somewhere
-    assert not all(len(b) for b in stored["ttft_ms_bins"])
+        for codes in stored[f"{metric}_codes"]:  # count << 16 | (bin + 1), ascending by bin
+            bins, counts = [c & 0xFFFF for c in codes], [c >> 16 for c in codes]
+            assert bins == sorted(set(bins)) and all(0 < c < 32_768 for c in counts)
+        assert not any(len(codes) for codes in stored[f"{metric}_codes_large"])  # no count of 32,768 here
+    assert all(len(b) for b in stored["input_tokens_codes"])  # every request has tokens; golden has no TTFT somewhere
+    assert not all(len(b) for b in stored["ttft_ms_codes"])
     keys = ["hour_utc", "model", "metric", "bin"]
     view = con.sql("select * from fct_histogram_hourly").df().sort_values(keys, ignore_index=True)
     want = profile.rollup_partition(con, "requests")["fct_histogram_hourly"]
@@ -281,13 +283,71 @@ def test_histograms_are_stored_as_lists_and_read_one_row_per_bin(con, insert_row
     pd.testing.assert_frame_equal(view, want, check_dtype=False)
 
 
+def test_histogram_rows_of_any_count_are_stored_and_read_back(con):
+    """store_histogram_rows (a partition merge, a metrics chunk) packs counts below 32,768 and above it (the
+    int32 and the int64 code lists) and bins -1 to 32,767; the view shows the same rows."""
+    profile.refresh.ensure_tables(con)
+    hour = datetime(2026, 1, 1)
+    rows = arrow.table({"hour_utc": [hour] * 5, "model": ["m"] * 5,
+                        "metric": ["input_tokens", "input_tokens", "input_tokens", "latency_ms", "latency_ms"],
+                        "bin": arrow.array([-1, 7, 32_767, 0, 3], arrow.int16()),
+                        "count": arrow.array([1, 32_767, 32_768, 2**40, 5], arrow.int64())})
+    refresh.store_histogram_rows(con, rows)
+    stored = con.sql("select input_tokens_codes, input_tokens_codes_large, latency_ms_codes, latency_ms_codes_large, "
+                     "output_tokens_codes from fct_histogram_hourly_bins").fetchall()
+    assert stored == [([1 * 65_536 + 0, 32_767 * 65_536 + 8], [32_768 * 65_536 + 32_768], [5 * 65_536 + 4],
+                       [2**40 * 65_536 + 1], [])]
+    view = con.sql("select * from fct_histogram_hourly order by metric, bin").to_arrow_table()
+    assert view.schema.field("bin").type == arrow.int16() and view.schema.field("count").type == arrow.int64()
+    assert view.to_pylist() == rows.sort_by([("metric", "ascending"), ("bin", "ascending")]).to_pylist()
+
+
+def _bins_in_order(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """Every row of the view fct_histogram_hourly, in one order."""
+    return con.sql("select * from fct_histogram_hourly order by hour_utc, model, metric, bin").fetchall()
+
+
+_TWO_LISTS_TABLE = "create table fct_histogram_hourly_bins as select hour_utc, model, " + ", ".join(
+    f"coalesce(list(bin order by bin) filter (where metric = '{m}'), [])::smallint[] as {m}_bins, "
+    f"coalesce(list(count order by bin) filter (where metric = '{m}'), [])::bigint[] as {m}_counts"
+    for m in profile.METRICS) + " from old_rows group by hour_utc, model"
+"""The layout of sessions 9-10: each metric's bins and counts as two lists."""
+_TWO_LISTS_VIEW = "create view fct_histogram_hourly as " + " union all ".join(
+    f"select hour_utc, model, '{m}' as metric, unnest({m}_bins) as bin, unnest({m}_counts) as count "
+    "from fct_histogram_hourly_bins" for m in profile.METRICS)
+
+
+def test_histograms_in_two_lists_per_metric_are_migrated_in_place(con, insert_rows, golden):
+    """A database whose fct_histogram_hourly_bins holds each metric's bins and counts as two lists (written
+    before each bin and its count were one code) keeps its bins: ensure_tables packs them as codes."""
+    insert_rows(con, golden)
+    profile.refresh_rollups(con)
+    before = _bins_in_order(con)
+    con.execute("create table old_rows as select * from fct_histogram_hourly")
+    con.execute("drop view fct_histogram_hourly")
+    con.execute("drop table fct_histogram_hourly_bins")
+    con.execute(_TWO_LISTS_TABLE)
+    con.execute(_TWO_LISTS_VIEW)
+    con.execute("drop table old_rows")
+    assert _bins_in_order(con) == before
+    with pytest.raises(profile.ProfileError, match="older layout"):
+        profile.require_current_rollups(con)
+    refresh.ensure_tables(con)
+    columns = {r[0] for r in con.sql("select column_name from duckdb_columns() "
+                                     "where table_name = 'fct_histogram_hourly_bins'").fetchall()}
+    assert "input_tokens_codes" in columns and "input_tokens_counts" not in columns
+    assert _bins_in_order(con) == before
+    profile.require_current_rollups(con)
+    assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
+    assert _bins_in_order(con) == before
+
+
 def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
     """A database whose fct_histogram_hourly is a table of one row per bin (written before the bins were
     stored as lists) keeps its bins: ensure_tables packs them, drops the table and creates the view."""
     insert_rows(con, golden)
     profile.refresh_rollups(con)
-    keys = "hour_utc, model, metric, bin"
-    before = con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall()  # noqa: S608
+    before = _bins_in_order(con)
     con.execute("create table old_bins as select * from fct_histogram_hourly")
     con.execute("drop view fct_histogram_hourly")
     con.execute("drop table fct_histogram_hourly_bins")
@@ -295,6 +355,6 @@ def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
     refresh.ensure_tables(con)
     kinds = dict(con.sql("select table_name, table_type from information_schema.tables").fetchall())
     assert kinds["fct_histogram_hourly"] == "VIEW" and kinds["fct_histogram_hourly_bins"] == "BASE TABLE"
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
     assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
-    assert con.sql(f"select * from fct_histogram_hourly order by {keys}").fetchall() == before  # noqa: S608
+    assert _bins_in_order(con) == before
