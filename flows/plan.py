@@ -4,8 +4,8 @@ Reads top to bottom: ingest → partitioned roll-up (when ``[[cluster.sources]]`
 folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh the profile
 roll-ups (the one step that writes them) → profile → measure → load tests → forecast
 → size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment),
-while SLO, drift and earlier plans against what happened (they only read the database) run beside them on the
-flow's task runner → charts → report → record the plan
+while SLO and drift (from the profile on) and earlier plans against what happened (from the forecast on) run
+beside them on the flow's task runner (they only read the database) → charts → report → record the plan
 (``plan_runs``/``plan_months``) → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
@@ -48,6 +48,10 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     for note in notes:
         announce("ingest", note)
     refresh_profile(config)
+    # SLO and drift only read the database: submitted to the flow's task runner, they run from here beside
+    # profile → measure → forecast → size → cost (in the command's worker processes when it has them), on a core
+    # those leave idle at first
+    slos_run, drift_run = check_slos.submit(config), find_drift.submit(config)
     hourly, daily, pools, by_pool = profile_traffic(config)
     notes += pool_notes(pools) + [f"[[pools]] {name}: serves no model in the logs; left out of the plan"
                                   for name in unused_pools(config, pools)]
@@ -55,10 +59,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     load_tests = read_load_tests(config, pools)
     last_ts_utc = max(m.last_ts_utc for m in measured.values())
     months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
-    # the evidence stages only read the database: they run on the flow's task runner (threads; DuckDB
-    # works outside the GIL) while this thread forecasts and sizes the pools
-    slos_run, drift_run = check_slos.submit(config), find_drift.submit(config)
-    earlier_run = compare_earlier_plans.submit(config, pools, months)
+    earlier_run = compare_earlier_plans.submit(config, pools, months)  # read-only as well, beside the forecast
     demands = forecast_qps(by_pool, months, config, measured)  # the history policy's demand, per pool
     any_pool = next(iter(measured.values()))
     honest = coverage_notes(any_pool.defaulted, config.slos) + list(dict.fromkeys(

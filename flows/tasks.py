@@ -31,13 +31,14 @@ from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
 from capplan.reports.render import finance_table, render_markdown, write_report
-from capplan.runtime import in_workers
+from capplan.runtime import in_worker, in_workers
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
           "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
-#: Stages that only read the database and run on the flow's task runner while forecast → size → cost run
-#: (:func:`capplan.flows.plan.monthly_capacity_plan`): their seconds overlap those stages' seconds.
+#: Stages that only read the database and run on the flow's task runner beside the others (SLO and drift from the
+#: profile on, earlier plans from the forecast on, until the cost; :func:`capplan.flows.plan.monthly_capacity_plan`):
+#: their seconds overlap those stages' seconds.
 BESIDE_FORECAST = ("slo", "drift", "earlier-plans")
 
 
@@ -152,14 +153,24 @@ def cost_fleet(plans: list[pool_plan.PoolPlan], cfg: CapplanConfig) -> pool_plan
 
 @_stage("slo", retries=2)
 def check_slos(cfg: CapplanConfig) -> list[evidence.SloEvidence]:
-    """Error-budget status, burn-down and alert episodes of every configured SLO."""
-    with connect(cfg.database.path, read_only=True) as con:
-        return evidence.slo_evidence(con, cfg)
+    """Error-budget status, burn-down and alert episodes of every configured SLO; in one of the command's worker
+    processes when it has them (not beside the flow's own thread, whose Python it would slow)."""
+    return in_worker(_slo_evidence, cfg)
 
 
 @_stage("drift", retries=2)
 def find_drift(cfg: CapplanConfig) -> evidence.DriftEvidence:
-    """Token-length distributions of the baseline and recent windows, and the drift findings."""
+    """Token-length distributions of the baseline and recent windows, and the drift findings; in a worker process
+    as the SLO stage."""
+    return in_worker(_drift_evidence, cfg)
+
+
+def _slo_evidence(cfg: CapplanConfig) -> list[evidence.SloEvidence]:
+    with connect(cfg.database.path, read_only=True) as con:
+        return evidence.slo_evidence(con, cfg)
+
+
+def _drift_evidence(cfg: CapplanConfig) -> evidence.DriftEvidence:
     with connect(cfg.database.path, read_only=True) as con:
         return evidence.drift_evidence(con, cfg)
 

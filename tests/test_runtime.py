@@ -3,6 +3,7 @@ starts early, before Prefect is imported (issue 24); the plan's worker processes
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from capplan.runtime import STOP_GRACE_S
+from capplan.runtime import STOP_GRACE_S, imports_uncollected
 
 CAPPLAN = Path(sys.executable).with_name("capplan")
 
@@ -227,6 +228,26 @@ def test_jobs_run_here_and_in_the_forked_workers_in_order_and_a_failure_is_raise
     assert done.stdout.split() == ["True"] * 6  # the first job here, the others in the two workers
 
 
+def test_one_job_runs_in_a_worker_and_without_workers_here():
+    """``in_worker``: the SLO and drift stages' one job each, in a worker process (a failure raised here)."""
+    script = textwrap.dedent("""
+        import os
+        from capplan.runtime import in_worker, worker_processes
+        here = in_worker(os.getpid) == os.getpid()
+        with worker_processes(2):
+            elsewhere = in_worker(os.getpid) != os.getpid()
+            squared = in_worker(pow, 3, 2) == 9
+            try:
+                in_worker(int, "not a number")
+            except ValueError as exc:
+                failed = "not a number" in str(exc)
+        print(here, elsewhere, squared, failed)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True"] * 4
+
+
 def test_without_workers_the_jobs_run_here_one_after_the_other():
     from capplan.runtime import in_workers
 
@@ -271,3 +292,23 @@ def test_the_workers_exit_when_their_parent_is_killed():
         _kill(starter.pid)
         for pid in workers:
             _kill(pid)
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_imports_uncollected_pauses_the_collector_freezes_on_request_and_leaves_it_as_it_was(collecting):
+    """What ``capplan plan`` does around its imports: no collection while importing, ``freeze()`` moves what
+    exists out of the collector's reach and resumes it (if it was on), and the block's end gives the frozen
+    objects back (a test process that goes on collects them again)."""
+    (gc.enable if collecting else gc.disable)()
+    try:
+        assert gc.get_freeze_count() == 0
+        with imports_uncollected() as freeze:
+            assert not gc.isenabled()
+            kept = [[] for _ in range(10)]  # tracked objects, as an import makes
+            freeze()
+            assert gc.isenabled() is collecting
+            assert gc.get_freeze_count() >= len(kept)
+        assert gc.isenabled() is collecting and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+        gc.enable()

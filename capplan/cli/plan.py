@@ -81,51 +81,55 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
     completed stage's seconds (as Prefect timed its run), in the order of the stages (those of
     :data:`capplan.flows.tasks.BESIDE_FORECAST` overlap others, so the seconds may sum to more than the run's).
     """
-    from capplan.runtime import start_temporary_server
+    from capplan.runtime import freeze_heap_at_exit, imports_uncollected, start_temporary_server
 
     start = time.perf_counter()
+    freeze_heap_at_exit()  # registered first: runs after the server's stop and Prefect's hooks
     # Prefect's temporary server boots on the other core while this process imports Prefect and the stages
     # (guarded: a kill -9 of this command must not leave it running); nothing to start when an API is named
     server_ready = start_temporary_server()
-    from rich.markup import escape
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    with imports_uncollected() as freeze:  # no full collection walks what the imports make
+        from rich.markup import escape
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from capplan.db import DatabaseLockedError
-    from capplan.flows.plan import monthly_capacity_plan
-    from capplan.flows.tasks import stage_listener, stages_for
-    from capplan.runtime import worker_processes
+        from capplan.db import DatabaseLockedError
+        from capplan.flows.plan import monthly_capacity_plan
+        from capplan.flows.tasks import stage_listener, stages_for
+        from capplan.runtime import worker_processes
 
-    for name in IMPORT_BEFORE_WORKERS:
-        _import_if_installed(name)
+        for name in IMPORT_BEFORE_WORKERS:
+            _import_if_installed(name)
 
-    failures: list[str] = []
-    stage_seconds: dict[str, float] = {}
-    stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest
-    # the pools' forecasts and the charts run in processes forked here, before any thread (rich's, Prefect's) starts
-    with worker_processes(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                                      console=console, transient=False) as progress:
-        bar = progress.add_task("starting Prefect", total=len(stages))
+        failures: list[str] = []
+        stage_seconds: dict[str, float] = {}
+        stages = stages_for(cfg)  # [[cluster.sources]] roll up in a sub-flow after the ingest
+        freeze()  # before the fork: the workers share what the imports made and their collections skip it
+        # the pools' forecasts and the charts run in processes forked here, before any thread (rich's, Prefect's) starts
+        with worker_processes(), Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                          TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                                          console=console, transient=False) as progress:
+            bar = progress.add_task("starting Prefect", total=len(stages))
 
-        def on_stage(stage: str, state: str, seconds: float, message: str) -> None:
-            if state == "Completed":
-                stage_seconds[stage] = seconds
-                progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
-                progress.update(bar, advance=1, description=_next(stages, stage))
-            elif state == "Note":
-                progress.console.print(f"  [yellow]![/] {escape(message)}", highlight=False)
-            elif state in ("Failed", "Crashed"):
-                failures.append(stage)
+            def on_stage(stage: str, state: str, seconds: float, message: str) -> None:
+                if state == "Completed":
+                    stage_seconds[stage] = seconds
+                    progress.console.print(f"  [green]✓[/] {stage:<13} {seconds:6.1f} s", highlight=False)
+                    progress.update(bar, advance=1, description=_next(stages, stage))
+                elif state == "Note":
+                    progress.console.print(f"  [yellow]![/] {escape(message)}", highlight=False)
+                elif state in ("Failed", "Crashed"):
+                    failures.append(stage)
 
-        with stage_listener(on_stage), _without_heartbeats(server_ready.started):
-            try:
-                server_ready(meanwhile=[partial(_import_if_installed, name) for name in IMPORT_WHILE_SERVER_STARTS])
-                folder = monthly_capacity_plan(cfg, month)
-            except DatabaseLockedError as exc:
-                fail(str(exc))
-            except Exception as exc:  # the flow re-raises the failing task's exception
-                where = f"stage {failures[0]} failed: " if failures else ""
-                fail(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}")
+            with stage_listener(on_stage), _without_heartbeats(server_ready.started):
+                try:
+                    server_ready(meanwhile=[partial(_import_if_installed, name) for name in IMPORT_WHILE_SERVER_STARTS])
+                    freeze()
+                    folder = monthly_capacity_plan(cfg, month)
+                except DatabaseLockedError as exc:
+                    fail(str(exc))
+                except Exception as exc:  # the flow re-raises the failing task's exception
+                    where = f"stage {failures[0]} failed: " if failures else ""
+                    fail(f"{where}{type(exc).__name__}: {' '.join(str(exc).split())}")
     in_order = {stage: stage_seconds[stage] for stage in stages if stage in stage_seconds}  # some run side by side
     return str(Path(folder).resolve()), time.perf_counter() - start, in_order
 

@@ -32,8 +32,9 @@ def slo_evidence(con: duckdb.DuckDBPyConnection, cfg: CapplanConfig) -> list[Slo
     out = []
     for s in cfg.slos:
         if unmeasurable_reason(s, defaulted) is None:
-            events = minute_events(con, s)  # the whole history's minutes: read once for the burn-down and the alerts
-            out.append(SloEvidence(slo_status(con, s), burndown_of_events(events, s), episodes_of_events(events, s)))
+            events = minute_events(con, s)  # the whole history's minutes: read once for the status, burn-down and alerts
+            out.append(SloEvidence(slo_status(con, s, history=events), burndown_of_events(events, s),
+                                   episodes_of_events(events, s)))
     return out
 
 

@@ -196,6 +196,22 @@ def minute_events(con: duckdb.DuckDBPyConnection, slo: SloConfig, start: datetim
     return pd.DataFrame({"minute_utc": counts["minute_utc"], "valid_events": valid, "bad_events": valid - good})
 
 
+def window_of_history(history: pd.DataFrame, slo: SloConfig, start: datetime, end: datetime) -> pd.DataFrame:
+    """:func:`minute_events` ``(con, slo, start, end)`` taken from the SLO's whole-history minute events.
+
+    ``history`` is :func:`minute_events` without bounds: every minute from the first to the last with a valid
+    event. The window's grid is every minute of ``[start, end)`` (whole minutes, UTC); a minute outside the
+    history holds no valid event, so it is what the bounded query gives there: a request-based SLO's zeros, a
+    time-based SLO's one valid, good minute. Columns ``valid_events``, ``bad_events`` on that grid.
+    """
+    minutes = history["minute_utc"]
+    grid = pd.date_range(start, end, freq="min", inclusive="left", unit=minutes.dt.unit)
+    window = history.set_index(minutes)[["valid_events", "bad_events"]].reindex(grid)
+    quiet = 1.0 if slo.kind == "time" else 0.0  # sql/int_slo_minute_counts.sql's zeros, as minute_events reads them
+    return pd.DataFrame({"minute_utc": grid, "valid_events": window["valid_events"].fillna(quiet).to_numpy(),
+                         "bad_events": window["bad_events"].fillna(0.0).to_numpy()})
+
+
 def _threshold_ms(slo: SloConfig) -> float:
     return NO_TTFT_THRESHOLD_MS if slo.ttft_threshold_ms is None else float(slo.ttft_threshold_ms)
 
@@ -233,18 +249,25 @@ def _request_span(con: duckdb.DuckDBPyConnection, slo: SloConfig) -> tuple[datet
     return min(a for a, _ in spans), max(b for _, b in spans) + timedelta(minutes=1)
 
 
-def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime | None = None) -> SloStatus:
+def slo_status(con: duckdb.DuckDBPyConnection, slo: SloConfig, as_of: datetime | None = None,
+               history: pd.DataFrame | None = None) -> SloStatus:
     """Budget consumed and remaining over the ``slo.window_days`` ending at ``as_of`` (UTC).
 
     ``as_of`` defaults to the minute after the last request. A window that
     reaches before the first request counts the events there are: the budget
-    is then the share of the events seen so far.
+    is then the share of the events seen so far. ``history``, the SLO's minute events already read
+    (:func:`minute_events` without bounds), gives the window's events instead of a query of its own
+    (:func:`window_of_history`; the same events when the window's bounds are whole minutes).
     """
     first, last = _request_span(con, slo)
     as_of = last if as_of is None else as_of
     start = as_of - timedelta(days=slo.window_days)
     # minutes before the first request are no evidence of uptime (time-based) and hold no events
-    events = minute_events(con, slo, max(start, first), as_of)
+    lo = max(start, first)
+    if history is not None and all(pd.Timestamp(t) == pd.Timestamp(t).floor("min") for t in (lo, as_of)):
+        events = window_of_history(history, slo, lo, as_of)
+    else:
+        events = minute_events(con, slo, lo, as_of)
     valid, bad = float(events["valid_events"].sum()), float(events["bad_events"].sum())
     consumed = float(budget_consumed_fraction(bad, valid, slo.target))
     resolution_min, notes = metrics_resolution(con, slo, max(start, first), as_of)

@@ -113,6 +113,30 @@ def test_slo_stage_reads_a_read_only_database(tmp_path):
     assert (status.valid_events, status.bad_events) == (5, 4)
 
 
+@pytest.mark.parametrize("slo", [
+    SloConfig(window_days=1, ttft_threshold_ms=2000.0),
+    SloConfig(window_days=30),
+    SloConfig(kind="time", window_days=1, bad_minute_below_fraction=0.9),
+    SloConfig(kind="time", window_days=30, bad_minute_below_fraction=0.9),
+    SloConfig(model="a", kind="time", window_days=2, count_client_errors=True),
+])
+def test_status_from_the_history_already_read_equals_its_own_query(slo):
+    """The plan reads an SLO's whole history once (``history=``); its status must be the one the window's own
+    query gives. Edges where they could differ: the first and last minutes hold only client errors (outside the
+    history's grid, inside the status's window), a quiet hour inside, a window shorter and longer than the
+    history, a time-based SLO (every minute of the window is a valid event)."""
+    con = connect()
+    ensure_tables(con)
+    rows = [(datetime(2026, 1, 1, 0, 0, 5), "a", 404, None),  # first minute: a client error only
+            *[(datetime(2026, 1, 1, 0, 1) + timedelta(minutes=7 * i), "a" if i % 3 else "b",
+               500 if i % 11 == 0 else 200, 3000.0 if i % 5 == 0 else 100.0) for i in range(600)],
+            (datetime(2026, 1, 3, 9, 0, 50), "a", 404, None)]  # last minute: a client error only
+    rows = [r for r in rows if not datetime(2026, 1, 2, 3) <= r[0] < datetime(2026, 1, 2, 4)]  # a quiet hour
+    con.executemany("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, ttft_ms, "
+                    "latency_ms, file_id) values (?, 1, 1, ?, ?, ?, 10.0, 1)", rows)
+    assert slo_status(con, slo, history=minute_events(con, slo)) == slo_status(con, slo)
+
+
 def test_status_over_the_whole_window(con):
     status = slo_status(con, SloConfig(target=0.999, window_days=30))
     valid = REQUESTS - CLIENT_ERRORS  # less the 404s
