@@ -77,8 +77,12 @@ def _token_quantiles(con: duckdb.DuckDBPyConnection, names: list[str], model: st
     merged = _merged_token_bins(con, names, model, since, models, merge_cells)
     if merged is None:
         long = histogram_quantiles(con, _TOKENS, TOKEN_QUANTILES, "all", model, since, models)
-        return {key: list(zip(g["q"], g["value"], strict=True))
-                for key, g in long.groupby(["model", "metric"], sort=False)}
+        # one pass over plain lists: a pandas groupby iterates ~60 µs per group, 2 minutes at a million models
+        by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for name, metric, q, value in zip(long["model"].tolist(), long["metric"].tolist(), long["q"].tolist(),
+                                          long["value"].tolist(), strict=True):
+            by_key.setdefault((name, metric), []).append((q, value))
+        return by_key
     return {(names[i], metric): q_values for metric, counts in merged.items()
             for i, q_values in enumerate(_bin_quantiles(counts[:len(names)], TOKEN_QUANTILES)) if q_values}
 
