@@ -39,10 +39,17 @@ HISTOGRAM_SCHEMA = arrow.schema([
     ("count", arrow.int64()),
 ])
 """Columns of ``fct_histogram_hourly`` (one row per bin: the mergeable contract's and the readers' shape)."""
+
+
+def code_columns(metric: str) -> tuple[str, str]:
+    """The two code lists of ``metric`` in ``fct_histogram_hourly_bins``: small counts (int32), then the rest (int64)."""
+    return f"{metric}_codes", f"{metric}_codes_large"
+
+
 HISTOGRAM_BINS_SCHEMA = arrow.schema([
     ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()),
-    *[(f"{metric}_codes{size}", arrow.list_(kind)) for metric in METRICS
-      for size, kind in (("", arrow.int32()), ("_large", arrow.int64()))],
+    *[(name, arrow.list_(kind)) for metric in METRICS
+      for name, kind in zip(code_columns(metric), (arrow.int32(), arrow.int64()), strict=True)],
 ])
 """Columns of ``fct_histogram_hourly_bins``, where the histograms are stored: one row per hour and model,
 each metric's non-empty bins ascending as codes ``count · 2^16 + bin + 1`` (:func:`bin_codes`), a list

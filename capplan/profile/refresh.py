@@ -43,6 +43,7 @@ from capplan.profile.counting import (
     S_PER_HOUR,
     TRAFFIC_SCHEMA,
     WindowRollup,
+    code_columns,
     plan_windows,
 )
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
@@ -477,8 +478,8 @@ class _InsertBuffer:
     def add(self, tables: dict[str, arrow.Table]) -> None:
         self.parts.append(tables)
         packed = tables["fct_histogram_hourly"]
-        self.rows += sum(len(packed.column(f"{metric}_codes{size}").combine_chunks().flatten())
-                         for metric in METRICS for size in ("", "_large"))
+        self.rows += sum(len(packed.column(name).combine_chunks().flatten())
+                         for metric in METRICS for name in code_columns(metric))
         if self.rows >= self.ROWS:
             self.flush()
 

@@ -15,7 +15,7 @@ import pyarrow.compute as arrow_compute
 
 from capplan import sql
 from capplan.profile.bins import HISTOGRAM_GAMMA
-from capplan.profile.counting import CODE_SHIFT
+from capplan.profile.counting import CODE_SHIFT, code_columns
 from capplan.profile.read import (
     TOKEN_QUANTILES,
     TTFT_QUANTILES,
@@ -102,8 +102,8 @@ def _merged_token_bins(con: duckdb.DuckDBPyConnection, names: list[str], model: 
         row = arrow_compute.fill_null(arrow_compute.index_in(batch.column("model"), value_set=known), len(names))
         row = row.to_numpy().astype(np.int64)
         for metric in _TOKENS:
-            for size in ("", "_large"):  # codes count << CODE_SHIFT | (bin + 1) (sql/ddl_profile.sql)
-                lists = batch.column(f"{metric}_codes{size}")
+            for name in code_columns(metric):  # codes count << CODE_SHIFT | (bin + 1) (sql/ddl_profile.sql)
+                lists = batch.column(name)
                 parent = arrow_compute.list_parent_indices(lists).to_numpy()
                 codes = lists.flatten().to_numpy().astype(np.int64)
                 column = codes & ((1 << CODE_SHIFT) - 1)  # bin + 1: bin -1 -> column 0
