@@ -90,3 +90,12 @@ def sli_event_counts(con: duckdb.DuckDBPyConnection, ttft_threshold_ms: float, m
     check_ttft_threshold(ttft_threshold_ms)
     return con.execute(sql.load("rpt_hourly_sli"), {
         "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": since_utc(since)})
+
+
+def sli_event_totals(con: duckdb.DuckDBPyConnection, ttft_threshold_ms: float, model: str,
+                     since: date | datetime | str | None) -> duckdb.DuckDBPyConnection:
+    """``sql/rpt_profile_sli_totals.sql``: valid_events, success_events, good_events of one model (or
+    ``"__all__"``) over the window: the sums of :func:`sli_event_counts` over its hours, in one row."""
+    check_ttft_threshold(ttft_threshold_ms)
+    return con.execute(sql.load("rpt_profile_sli_totals"), {
+        "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": since_utc(since)})

@@ -171,13 +171,9 @@ def profile_summary(
     peak_hour_qps = _nan_max(hours["avg_qps"][observed])
     peak_second_qps = _nan_max(hours["peak_second_qps"][observed])
     tokens = token_stats(con, model, since)  # every model's: thousands are real
-    queries.check_ttft_threshold(ttft_threshold_ms)
-    # totals only: not the hourly TTFT percentiles
-    sli = queries.sli_event_counts(con, ttft_threshold_ms, scope, since).fetchnumpy()
+    # totals only: not the hourly TTFT percentiles, nor the events hour by hour
+    valid, success, good = queries.sli_event_totals(con, ttft_threshold_ms, scope, since).fetchall()[0]
     ttft = queries.histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since).fetchnumpy()
-    valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())
-    success_rate = np.ma.filled(sli["success_rate"].astype(np.float64), 0.0)  # null (no valid event): 0
-    success = float((success_rate * sli["valid_events"]).sum())
     empty_tokens = {"mean": None, **{f"p{round(q * 100)}": None for q in TOKEN_QUANTILES}}
     n_hours = len(hours["hour_us"])
     return {
@@ -199,7 +195,7 @@ def profile_summary(
             "ttft_threshold_ms": ttft_threshold_ms,
             "valid_events": valid,
             "good_events": good,
-            "success_rate": round(success) / valid if valid else None,
+            "success_rate": success / valid if valid else None,
             "good_fraction": good / valid if valid else None,
             **{f"ttft_p{round(q * 100)}_ms": None for q in TTFT_QUANTILES},
             **{f"ttft_p{round(q * 100)}_ms": _num(v) for q, v in zip(ttft["q"].tolist(), ttft["value"], strict=True)},
