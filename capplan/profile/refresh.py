@@ -299,61 +299,39 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
 
 
 def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, *, lookback_us: int,
-             in_flight: bool, hour_rows_query: str = "int_profile_hour_rows",
-             scanner: duckdb.DuckDBPyConnection | None = None) -> Iterable[WindowRollup]:
+             in_flight: bool, hour_rows_query: str = "int_profile_hour_rows") -> Iterable[WindowRollup]:
     """One :class:`~capplan.profile.counting.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``.
 
     Windows are contiguous (:func:`_windows`, sized from the rows per hour of ``hour_rows_query``).
-    Each is one scan (``sql/int_profile_rows.sql``); a table stored in arrival order skips the other
-    windows' row groups by their min/max timestamps.
+    Each is one streamed scan (``sql/int_profile_rows.sql``); a table stored in arrival order skips
+    the other windows' row groups by their min/max timestamps.
     With ``in_flight`` only the first window reads the ``lookback_us`` before it: each later one
     carries in the spans still open at its start from the window before.
-    With ``scanner`` (a cursor of ``con`` whose ``profile_source`` shows the same rows) the next window is
-    scanned on a second thread while this one counts the window before: DuckDB releases the GIL while it
-    runs, numpy's ``bincount`` and sorts do not, so the scan is the work that overlaps the counting.
     """
     models = [r[0] for r in con.execute(sql.load("int_profile_models"),
                                         _rollup_params(start_utc, end_utc) | {"lookback_us": lookback_us}).fetchall()]
     inv_ln_gamma = 1 / math.log(HISTOGRAM_GAMMA)
+    create_macros(con)  # the status classes use sli_valid/sli_success; con may be any connection
     query = sql.load("int_profile_rows")
-    model_table = arrow.table({"model": arrow.array(models, arrow.string()),
-                               "model_index": arrow.array(np.arange(len(models)), arrow.int32())})
-    scans = [c for c in (con, scanner) if c is not None]
-    for c in scans:
-        create_macros(c)  # the status classes use sli_valid/sli_success; con may be any connection
-        c.register(_MODELS_VIEW, model_table)
-    windows = _windows(con, start_utc, end_utc, len(models), hour_rows_query)
-    params = [_rollup_params(start, end) | {"lookback_us": lookback_us if i == 0 else 0}
-              for i, (start, end) in enumerate(windows)]
+    con.register(_MODELS_VIEW, arrow.table({"model": arrow.array(models, arrow.string()),
+                                            "model_index": arrow.array(np.arange(len(models)), arrow.int32())}))
     try:
-        with ThreadPoolExecutor(max_workers=1) as ahead:
-            scanned = ahead.submit(_scan, scanner, query, params[0]) if scanner is not None and windows else None
-            carried = None
-            for i, (start, end) in enumerate(windows):
-                first_hour = _hour_epoch(start)
-                n_hours = _ceil_hour_epoch(end) - first_hour
-                rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
-                                      arrivals_from_us=epoch_us(start), carried_spans=carried,
-                                      dense=n_hours * S_PER_HOUR * (len(models) + 1) <= ROLLUP_WINDOW_CELLS)
-                if scanned is None:  # streamed on con, batch by batch
-                    batches = con.sql(query, params=params[i]).to_arrow_reader(_BATCH_ROWS)
-                else:
-                    batches = scanned.result()
-                    scanned = ahead.submit(_scan, scanner, query, params[i + 1]) if i + 1 < len(windows) else None
-                for batch in batches:
-                    rollup.add(batch)
-                del batches
-                if in_flight:
-                    carried = rollup.open_spans(epoch_us(end))
-                yield rollup
+        carried = None
+        for start, end in _windows(con, start_utc, end_utc, len(models), hour_rows_query):
+            first_hour = _hour_epoch(start)
+            n_hours = _ceil_hour_epoch(end) - first_hour
+            rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
+                                  arrivals_from_us=epoch_us(start), carried_spans=carried,
+                                  dense=n_hours * S_PER_HOUR * (len(models) + 1) <= ROLLUP_WINDOW_CELLS)
+            reach_us = lookback_us if carried is None else 0
+            params = _rollup_params(start, end) | {"lookback_us": reach_us}
+            for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
+                rollup.add(batch)
+            if in_flight:
+                carried = rollup.open_spans(epoch_us(end))
+            yield rollup
     finally:
-        for c in scans:
-            c.unregister(_MODELS_VIEW)
-
-
-def _scan(scanner: duckdb.DuckDBPyConnection, query: str, params: dict[str, Any]) -> list[arrow.RecordBatch]:
-    """One window's rows (``sql/int_profile_rows.sql``) read out on ``scanner``, as Arrow batches."""
-    return list(scanner.sql(query, params=params).to_arrow_reader(_BATCH_ROWS))
+        con.unregister(_MODELS_VIEW)
 
 
 def _hour_runs(hours: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
@@ -411,10 +389,10 @@ def refresh_rollups(
     with memory_capped(con, memory_limit_mib):
         ensure_tables(con)  # under the cap: migrating an old histogram table groups all its rows
         if not transaction:
-            return _refresh(con, hours=hours, full=full, scan_ahead=False)
+            return _refresh(con, hours=hours, full=full)
         con.begin()
         try:
-            dirty = _refresh(con, hours=hours, full=full, scan_ahead=True)
+            dirty = _refresh(con, hours=hours, full=full)
             con.commit()
         except BaseException:
             con.rollback()
@@ -422,7 +400,7 @@ def refresh_rollups(
     return dirty
 
 
-def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None, full: bool, scan_ahead: bool) -> int:
+def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None, full: bool) -> int:
     if stored_rollup_version(con) != ROLLUP_VERSION:
         full = full or has_file_rollups(con)  # file roll-ups of another definition: rebuild them
         record_rollup_version(con)
@@ -442,7 +420,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, *, hours: Iterable[datetime] | None
     if not dirty:
         return 0
     runs = [(min(dirty), max(dirty) + _HOUR)] if full else _hour_runs(dirty)
-    _recompute(con, runs, scan_ahead=scan_ahead)
+    _recompute(con, runs)
     return len(dirty)
 
 
@@ -452,37 +430,27 @@ def _delete_hours(con: duckdb.DuckDBPyConnection, start_utc: datetime | None, en
         con.execute(sql.load(_DELETE_HOURS_SQL[table]), _rollup_params(start_utc, end_utc))
 
 
-def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, datetime]], *, scan_ahead: bool) -> None:
+def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, datetime]]) -> None:
     """Replace the rollup rows of each run of hours by a fresh roll-up of ``requests``.
 
     A window's tables (the in-flight sweep above all) are built on a second thread while this one
-    counts the next window. With ``scan_ahead`` the next window's rows are read on a third thread, on a
-    cursor: only for a refresh in its own transaction, which changes no row of ``requests``, so the cursor
-    sees the rows ``con`` sees. Without it (inside a caller's transaction) the scan stays on ``con``, so it
-    sees the caller's uncommitted rows.
+    scans and counts the next window: DuckDB and numpy's array loops release the GIL. The scan stays
+    on ``con``, so it sees the caller's uncommitted rows.
     """
     _use_source(con, "requests")
     lookback_us = math.ceil(con.execute(sql.load("int_profile_longest_latency")).fetchall()[0][0] * 1000)
-    scanner = con.cursor() if scan_ahead else None
-    if scanner is not None:
-        scanner.execute(sql.load("ddl_profile_scan_source"))
     buffer = _InsertBuffer(con)
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending: list[Future] = []
-            for start_utc, end_utc in runs:
-                _delete_hours(con, start_utc, end_utc)
-                for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
-                                       hour_rows_query="int_profile_file_hour_rows",  # recorded just before
-                                       scanner=scanner):
-                    pending.append(pool.submit(_window_tables, rollup))
-                    if len(pending) > 1:  # at most two windows in memory
-                        buffer.add(pending.pop(0).result())
-            for done in pending:
-                buffer.add(done.result())
-    finally:
-        if scanner is not None:
-            scanner.close()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: list[Future] = []
+        for start_utc, end_utc in runs:
+            _delete_hours(con, start_utc, end_utc)
+            for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
+                                   hour_rows_query="int_profile_file_hour_rows"):  # recorded just before
+                pending.append(pool.submit(_window_tables, rollup))
+                if len(pending) > 1:  # at most two windows in memory
+                    buffer.add(pending.pop(0).result())
+        for done in pending:
+            buffer.add(done.result())
     buffer.flush()
 
 
