@@ -15,7 +15,7 @@ last day back. Then, in ``--repeat`` interleaved rounds, times each of these as 
 Each round's capplan time is divided by each variant's time in the same round; medians of seconds and
 of ratios are printed, in wall time and in CPU time (user + sys of the process and its threads, from
 ``wait4``): on a shared machine wall time follows the load, CPU time much less. Then, in this process, ``--repeat`` rounds of the incremental refresh after the
-held-back day is inserted against a full rebuild with it (the median of per-round fractions).
+held-back day is inserted against a full rebuild with it (the median of per-round fractions, in wall and in CPU time).
 
     .venv/bin/python benchmarks/profile.py --requests-per-day 350000 --days 30 --repeat 3
 
@@ -186,28 +186,37 @@ def _rounds(db: Path, repeat: int) -> dict[str, list[tuple[float, float, float]]
     return got
 
 
-def _incremental(db: Path, spec, repeat: int) -> tuple[float, float, float]:
-    """Median seconds of the refresh after one more day, of a full rebuild with it, and of their per-round ratio."""
+def _incremental(db: Path, spec, repeat: int) -> dict[str, float]:
+    """The refresh after one more day against a full rebuild with it, ``repeat`` rounds in this process: median
+    seconds of each, and the medians of their per-round ratios in wall time and in CPU time (every thread of the
+    process: the steadier of the two on a shared machine)."""
     from capplan import profile
     from capplan.db import connect
 
     con = connect(db)
-    one_day, full = [], []
+    wall: dict[str, list[float]] = {"one_day": [], "full": []}
+    cpu: dict[str, list[float]] = {"one_day": [], "full": []}
+
+    def timed(name: str, full: bool) -> None:
+        w0, c0 = time.perf_counter(), time.process_time()
+        profile.refresh_rollups(con, full=full)
+        wall[name].append(time.perf_counter() - w0)
+        cpu[name].append(time.process_time() - c0)
+
     for _ in range(repeat):
         con.execute("delete from request_rows where file_id = ?", [spec.days])
         profile.refresh_rollups(con)
         con.execute("insert into request_rows by name select * from held_back")
-        t0 = time.perf_counter()
-        profile.refresh_rollups(con)
-        one_day.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        profile.refresh_rollups(con, full=True)
-        full.append(time.perf_counter() - t0)
+        timed("one_day", full=False)
+        timed("full", full=True)
     con.execute("delete from request_rows where file_id = ?", [spec.days])
     profile.refresh_rollups(con)
     con.close()
-    return statistics.median(one_day), statistics.median(full), statistics.median(
-        a / b for a, b in zip(one_day, full, strict=True))
+    return {"refresh_one_day": statistics.median(wall["one_day"]), "refresh_full_with_day": statistics.median(wall["full"]),
+            "one_day_fraction": statistics.median(a / b for a, b in zip(wall["one_day"], wall["full"], strict=True)),
+            "refresh_one_day_cpu": statistics.median(cpu["one_day"]),
+            "refresh_full_with_day_cpu": statistics.median(cpu["full"]),
+            "one_day_fraction_cpu": statistics.median(a / b for a, b in zip(cpu["one_day"], cpu["full"], strict=True))}
 
 
 def run_models(args: argparse.Namespace) -> dict[str, float]:
@@ -256,7 +265,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
             c / s for (c, _, _), (s, _, _) in zip(got["capplan"], got[variant], strict=True))
         out[f"capplan_cpu_over_{variant}"] = statistics.median(
             c / s for (_, _, c), (_, _, s) in zip(got["capplan"], got[variant], strict=True))
-    out["refresh_one_day"], out["refresh_full_with_day"], out["one_day_fraction"] = _incremental(db, spec, args.repeat)
+    out |= _incremental(db, spec, args.repeat)
     out["load_1min_end"] = os.getloadavg()[0]
     return out
 
@@ -270,7 +279,9 @@ def print_table(out: dict[str, float], repeat: int) -> None:
         print(f"{LABELS[v]:28s} {out[v]:8.2f} {out[f'{v}_peak_mib']:9.0f} {out[f'capplan_over_{v}']:18.2f} "
               f"{out[f'{v}_cpu']:7.2f} {out[f'capplan_cpu_over_{v}']:9.2f}")
     print(f"{'one day / full rebuild':28s} {out['one_day_fraction']:8.3f}   "
-          f"({out['refresh_one_day']:.2f} s / {out['refresh_full_with_day']:.2f} s, in-process refresh_rollups)")
+          f"({out['refresh_one_day']:.2f} s / {out['refresh_full_with_day']:.2f} s, in-process refresh_rollups); "
+          f"CPU {out['one_day_fraction_cpu']:.3f} ({out['refresh_one_day_cpu']:.2f} s / "
+          f"{out['refresh_full_with_day_cpu']:.2f} s)")
 
 
 def main() -> None:

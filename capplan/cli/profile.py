@@ -6,7 +6,6 @@ the database writable and brings the roll-ups up to date first.
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -111,19 +110,6 @@ def _write_frames(con, out: Path, fmt: str, model: str | None, since: datetime |
     return paths
 
 
-def _import_readers() -> None:
-    """Import the summary's modules, build the pandera schema it validates with (which imports dask
-    through pandera's type registry) and register pandera's pandas back-ends (which import its
-    hypothesis strategies when hypothesis is installed): about a second or two of Python, overlapped
-    with a refresh instead of paid after it."""
-    import pandas as pd
-
-    from capplan.profile.schemas import HourlyTraffic
-    from capplan.profile.summary import profile_summary  # noqa: F401 - imported for its import time
-
-    HourlyTraffic.to_schema().register_default_backends(pd.DataFrame)
-
-
 def profile(
     config: Path | None = CONFIG_OPTION,
     db: Path | None = DB_OPTION,
@@ -138,8 +124,9 @@ def profile(
     """Summarise the traffic: span, requests, average and peak QPS, token percentiles per model, SLI."""
     import duckdb
 
-    from capplan import profile as stage
     from capplan.db import DatabaseLockedError, connect
+    from capplan.profile.freshness import ProfileError
+    from capplan.profile.summary import profile_summary  # no pandas: only --out's frames need it
 
     cfg = load(config)
     if fmt not in _FORMATS:
@@ -156,18 +143,15 @@ def profile(
         if writes:
             from capplan.profile.refresh import refresh_rollups
 
-            readers = threading.Thread(target=_import_readers, daemon=True)
-            readers.start()  # pandas, pandera and their schemas load while the refresh runs in DuckDB and numpy
             refresh_rollups(con, full=rebuild)
-            readers.join()
-        summary = stage.profile_summary(con, model, since, ttft_threshold_ms=cfg.profile.ttft_threshold_ms,
+        summary = profile_summary(con, model, since, ttft_threshold_ms=cfg.profile.ttft_threshold_ms,
                                         empty_hours=cfg.profile.empty_hours)
         if model is not None and summary["total_requests"] == 0:
             fail(f"no requests for model {model!r} in {path}")
         written = _write_frames(con, out, fmt, model, since, cfg) if out is not None else []
         summary["defaulted_columns"] = _defaulted(con)
         summary["sli"] = _unknown_is_not_perfect(summary["sli"], summary["defaulted_columns"])
-    except (stage.ProfileError, ValueError, duckdb.Error) as exc:
+    except (ProfileError, ValueError, duckdb.Error) as exc:
         fail(str(exc).splitlines()[0])
     finally:
         con.close()

@@ -9,6 +9,8 @@ One module per job:
 * :mod:`~capplan.profile.freshness`: ``ProfileError`` and the read-only check that the roll-ups are current;
 * :mod:`~capplan.profile.read`: the readers (hourly, daily and weekly traffic, typical week, token
   distribution, histograms, hourly SLI);
+* :mod:`~capplan.profile.queries`: the report queries with their parameters bound, without pandas (what the
+  readers validate as frames and the summary reads as plain values);
 * :mod:`~capplan.profile.summary`: ``profile_summary``, ``token_stats`` (a model's or a pool's token mix);
 * :mod:`~capplan.profile.schemas`: the pandera models of the readers' frames.
 
@@ -32,7 +34,8 @@ _HOMES = {
     "capplan.profile.refresh": ("ROLLUP_MEMORY_LIMIT_MIB", "ROLLUP_TABLES", "ensure_tables", "merge_rollups",
                                 "refresh_rollups", "rollup_partition", "store_histogram_rows"),
     "capplan.profile.counting": ("ALL_MODELS", "METRICS"),
-    "capplan.profile.schemas": ("EMPTY_HOURS", "GRAINS", "Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
+    "capplan.profile.queries": ("EMPTY_HOURS", "GRAINS"),
+    "capplan.profile.schemas": ("Histogram", "HourlySli", "HourlyTraffic", "PeriodTraffic",
                                 "TokenDistribution", "TypicalWeek"),
     "capplan.profile.summary": ("profile_summary", "token_stats"),
 }

@@ -18,20 +18,26 @@ Rules:
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
 import duckdb
 import numpy as np
-import pandas as pd
 
 from capplan import sql
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HOUR_S = 3600.0
 #: An hour observed for less than this has no rate. [s]
 MIN_EXPOSURE_S = 600.0
+_EPOCH = datetime(1970, 1, 1)
 
 
-def observed_span(con: duckdb.DuckDBPyConnection) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+def observed_span_utc(con: duckdb.DuckDBPyConnection) -> list[tuple[datetime, datetime]]:
     """``[(first_utc, last_utc)]`` of every arrival, in ``requests``, the current partitions and the hours fed by
-    metrics (whole hours); ``[]`` if none.
+    metrics (whole hours), as naive UTC datetimes; ``[]`` if none.
 
     ``sql/int_profile_observed_span.sql`` and ``sql/int_profile_partition_span.sql``: the same span
     whether the rows were ingested or rolled up where they live, so both paths give the same rates.
@@ -44,10 +50,22 @@ def observed_span(con: duckdb.DuckDBPyConnection) -> list[tuple[pd.Timestamp, pd
         if exists:
             first, last = con.execute(sql.load(query)).fetchall()[0]
             if first is not None:
-                spans.append((pd.Timestamp(first), pd.Timestamp(last)))
+                spans.append((first, last))
     if not spans:
         return []
     return [(min(a for a, _ in spans), max(b for _, b in spans))]
+
+
+def observed_span(con: duckdb.DuckDBPyConnection) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
+    """:func:`observed_span_utc` as pandas Timestamps."""
+    import pandas as pd
+
+    return [(pd.Timestamp(a), pd.Timestamp(b)) for a, b in observed_span_utc(con)]
+
+
+def epoch_us(ts: datetime) -> int:
+    """Microseconds since the epoch of a naive UTC datetime. [µs]"""
+    return (ts - _EPOCH) // timedelta(microseconds=1)
 
 
 def hour_exposure_s(hours: pd.DatetimeIndex | pd.Series, spans: list[tuple[pd.Timestamp, pd.Timestamp]]) -> np.ndarray:
@@ -61,11 +79,20 @@ def hour_exposure_s(hours: pd.DatetimeIndex | pd.Series, spans: list[tuple[pd.Ti
     ...                 [(t("2026-11-10 12:31"), t("2026-11-10 13:29"))]).tolist()
     [1740.0, 1740.0]
     """
+    import pandas as pd
+
     starts = pd.DatetimeIndex(hours).as_unit("us").asi8.astype(np.int64)
-    if not spans:
+    return exposure_s_of_hours(starts, [(_us(a), _us(b)) for a, b in spans])
+
+
+def exposure_s_of_hours(hour_starts_us: np.ndarray, spans_us: list[tuple[int, int]]) -> np.ndarray:
+    """Seconds of each hour ``[h, h + 1 h)`` (``h`` in µs since the epoch) inside the union of ``spans_us``
+    (``[first, last]`` in µs; none: every hour fully observed), as :func:`hour_exposure_s`. [s]"""
+    starts = np.asarray(hour_starts_us, np.int64)
+    if not spans_us:
         return np.full(len(starts), HOUR_S)
     merged: list[list[int]] = []
-    for a, b in sorted((_us(a), _us(b)) for a, b in spans):
+    for a, b in sorted(spans_us):
         if merged and a <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], b)
         else:
@@ -86,8 +113,17 @@ def hour_exposure_s(hours: pd.DatetimeIndex | pd.Series, spans: list[tuple[pd.Ti
     return np.clip(HOUR_S - missing / 1e6, 0.0, HOUR_S)
 
 
+def hour_rate_qps(requests: np.ndarray, exposure_s: np.ndarray) -> np.ndarray:
+    """``requests / exposure_s`` of each hour, NaN where fewer than :data:`MIN_EXPOSURE_S` were observed
+    (or ``requests`` is NaN). [requests/s]"""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(exposure_s >= MIN_EXPOSURE_S, requests / exposure_s, np.nan)
+
+
 def _us(ts: pd.Timestamp) -> int:
     """Microseconds since the epoch (``Timestamp.value`` is nanoseconds whatever the unit)."""
+    import pandas as pd
+
     return int(np.datetime64(pd.Timestamp(ts).tz_localize(None) if pd.Timestamp(ts).tzinfo else pd.Timestamp(ts),
                              "us").astype(np.int64))
 
@@ -98,11 +134,14 @@ def apply_exposure(hourly: pd.DataFrame, spans: list[tuple[pd.Timestamp, pd.Time
     ``avg_qps = requests / exposure_s``; ``concurrency_littles = avg_qps · mean_latency_ms / 1000``
     (L = λ·W). A gap hour keeps its null (``empty_hours = "missing"``) or zero (``"zero"``) measures.
     """
+    import pandas as pd
+
     out = hourly.copy()
     exposure = hour_exposure_s(out["hour_utc"], spans)
     out["exposure_s"] = np.where(out["is_gap"].astype(bool), 0.0, exposure)
     observed = ~out["is_gap"].astype(bool)
-    rate = out["requests"].astype("Float64") / pd.Series(exposure, index=out.index).where(exposure >= MIN_EXPOSURE_S)
+    requests = out["requests"].to_numpy(dtype=np.float64, na_value=np.nan)
+    rate = pd.Series(hour_rate_qps(requests, exposure), index=out.index).astype("Float64")  # NaN: null
     out.loc[observed, "avg_qps"] = rate[observed].astype(float)
     out.loc[observed, "concurrency_littles"] = (rate * out["mean_latency_ms"].astype("Float64") / 1000.0)[observed].astype(float)
     return out

@@ -18,12 +18,12 @@ import pandera.pandas as pa
 from pandera.typing import DataFrame
 
 from capplan import sql
-from capplan.profile.exposure import apply_exposure, observed_span
+from capplan.profile import queries
 from capplan.profile.bins import HISTOGRAM_GAMMA
+from capplan.profile.exposure import apply_exposure, observed_span
 from capplan.profile.freshness import require_current_rollups
+from capplan.profile.queries import EMPTY_HOURS, GRAINS, TOKEN_QUANTILES, TTFT_QUANTILES, since_utc
 from capplan.profile.schemas import (
-    EMPTY_HOURS,
-    GRAINS,
     METRICS,
     Histogram,
     HourlySli,
@@ -33,16 +33,6 @@ from capplan.profile.schemas import (
     TypicalWeek,
 )
 
-TOKEN_QUANTILES = (0.5, 0.9, 0.99)
-"""Quantiles of the token frames: p50, p90, p99."""
-TTFT_QUANTILES = (0.5, 0.95, 0.99)
-"""Quantiles of the TTFT columns of the SLI: p50, p95, p99."""
-
-
-def _check_choice(name: str, value: str, valid: Sequence[str]) -> None:
-    if value not in valid:
-        raise ValueError(f"{name} must be one of {list(valid)}, got {value!r}")
-
 
 def _check_tz(tz: str) -> None:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -51,16 +41,6 @@ def _check_tz(tz: str) -> None:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"tz must be an IANA time zone such as 'UTC' or 'Europe/Berlin', got {tz!r}") from None
-
-
-def since_utc(since: date | datetime | str | None) -> datetime | None:
-    """``since`` as a naive UTC datetime (a date means its midnight UTC)."""
-    if since is None:
-        return None
-    ts = pd.Timestamp(since)
-    if ts.tzinfo is not None:
-        ts = ts.tz_convert("UTC").tz_localize(None)
-    return ts.to_pydatetime()
 
 
 def _validate(frame: pd.DataFrame, model: type[pa.DataFrameModel]) -> pd.DataFrame:
@@ -110,12 +90,9 @@ def hourly_traffic(
       of the rows with latency logged; a request crossing an hour boundary counts in every hour it
       overlaps, so an hour without arrivals can still show requests in flight.
     """
-    _check_choice("empty_hours", empty_hours, EMPTY_HOURS)
+    queries.check_choice("empty_hours", empty_hours, EMPTY_HOURS)
     require_current_rollups(con)
-    frame = con.execute(
-        sql.load("rpt_hourly_traffic"),
-        {"model": model, "since_utc": since_utc(since), "empty_hours": empty_hours},
-    ).df()
+    frame = queries.hourly_traffic(con, model, since, empty_hours).df()
     return _validate(apply_exposure(frame, observed_span(con)), HourlyTraffic)
 
 
@@ -188,27 +165,18 @@ def histogram_quantiles(con: duckdb.DuckDBPyConnection, metrics: Sequence[str], 
                         models: Sequence[str] | None = None) -> pd.DataFrame:
     """Long frame period_start_utc, model, metric, q, value, count from the merged histograms.
 
-    ``grain`` is one of :data:`~capplan.profile.schemas.GRAINS` or ``"all"`` (the whole window);
+    ``grain`` is one of :data:`~capplan.profile.queries.GRAINS` or ``"all"`` (the whole window);
     values in the metric's unit, within ``HISTOGRAM_RELATIVE_ERROR`` of the exact order statistic.
     With ``models``, the union of those log models (a pool's) is one distribution, reported as ``model``.
     """
-    return con.execute(sql.load("rpt_histogram_quantiles"), {
-        "grain": grain, "model": model, "since_utc": since_utc(since), "metrics": list(metrics),
-        "quantiles": list(quantiles), "gamma": HISTOGRAM_GAMMA, "models": _listed(models),
-    }).df()
+    return queries.histogram_quantiles(con, metrics, quantiles, grain, model, since, models).df()
 
 
 def period_token_sums(con: duckdb.DuckDBPyConnection, grain: str, model: str | None,
                       since: date | datetime | str | None, models: Sequence[str] | None = None) -> pd.DataFrame:
     """Requests and input/output token sums per UTC period and model (``grain`` and ``models`` as
     :func:`histogram_quantiles`)."""
-    return con.execute(sql.load("rpt_period_token_sums"), {
-        "grain": grain, "model": model, "since_utc": since_utc(since), "models": _listed(models)}).df()
-
-
-def _listed(models: Sequence[str] | None) -> list[str] | None:
-    """``models`` as a bound list parameter (``None`` stays ``None``)."""
-    return None if models is None else list(models)
+    return queries.period_token_sums(con, grain, model, since, models).df()
 
 
 def _wide_quantiles(long: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
@@ -236,7 +204,7 @@ def token_distribution(
     grain : {"hour", "day", "week", "month"}
         Period length; weeks start on Monday, all in UTC.
     """
-    _check_choice("grain", grain, GRAINS)
+    queries.check_choice("grain", grain, GRAINS)
     require_current_rollups(con)
     long = histogram_quantiles(con, ("input_tokens", "output_tokens"), TOKEN_QUANTILES, grain, model, since)
     names = [f"{m}_p{round(q * 100)}" for m in ("input_tokens", "output_tokens") for q in TOKEN_QUANTILES]
@@ -265,8 +233,8 @@ def histograms(
         ``HISTOGRAM_GAMMA``. The same edges in every period, so periods compare bin by bin.
     grain : {"hour", "day", "week", "month"}
     """
-    _check_choice("metric", metric, METRICS)
-    _check_choice("grain", grain, GRAINS)
+    queries.check_choice("metric", metric, METRICS)
+    queries.check_choice("grain", grain, GRAINS)
     require_current_rollups(con)
     frame = con.execute(sql.load("rpt_histograms"), {
         "metric": metric, "grain": grain, "model": model, "since_utc": since_utc(since), "gamma": HISTOGRAM_GAMMA,
@@ -282,11 +250,9 @@ def sli_event_counts(con: duckdb.DuckDBPyConnection, ttft_threshold_ms: float, m
     """The event counts of :func:`hourly_sli` alone, without its TTFT percentiles (which read every
     hour's histogram): hour_utc, model, valid_events, good_events, success_rate, good_fraction,
     counted from the raw rows (``sql/rpt_hourly_sli.sql``)."""
-    if not ttft_threshold_ms > 0:
-        raise ValueError(f"ttft_threshold_ms must be > 0, got {ttft_threshold_ms!r}")
+    queries.check_ttft_threshold(ttft_threshold_ms)  # before the freshness check
     require_current_rollups(con)
-    return con.execute(sql.load("rpt_hourly_sli"), {
-        "ttft_threshold_ms": ttft_threshold_ms, "model": model, "since_utc": since_utc(since)}).df()
+    return queries.sli_event_counts(con, ttft_threshold_ms, model, since).df()
 
 
 def hourly_sli(

@@ -46,6 +46,7 @@ from capplan.profile.counting import (
     code_columns,
     plan_windows,
 )
+from capplan.profile.exposure import epoch_us
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
                                        require_requests, stored_rollup_version)
 
@@ -274,11 +275,6 @@ def _ceil_hour_epoch(ts: datetime) -> int:
     return -int(-(ts - _EPOCH) // _HOUR)
 
 
-def _epoch_us(ts: datetime) -> int:
-    """Microseconds since the epoch of a naive UTC datetime. [µs]"""
-    return (ts - _EPOCH) // timedelta(microseconds=1)
-
-
 def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, n_models: int,
              hour_rows_query: str = "int_profile_hour_rows") -> list[tuple[datetime, datetime]]:
     """``[start_utc, end_utc)`` cut into windows by :func:`~capplan.profile.counting.plan_windows`.
@@ -325,14 +321,14 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
             first_hour = _hour_epoch(start)
             n_hours = _ceil_hour_epoch(end) - first_hour
             rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
-                                  arrivals_from_us=_epoch_us(start), carried_spans=carried,
+                                  arrivals_from_us=epoch_us(start), carried_spans=carried,
                                   dense=n_hours * S_PER_HOUR * (len(models) + 1) <= ROLLUP_WINDOW_CELLS)
             reach_us = lookback_us if carried is None else 0
             params = _rollup_params(start, end) | {"lookback_us": reach_us}
             for batch in con.sql(query, params=params).to_arrow_reader(_BATCH_ROWS):
                 rollup.add(batch)
             if in_flight:
-                carried = rollup.open_spans(_epoch_us(end))
+                carried = rollup.open_spans(epoch_us(end))
             yield rollup
     finally:
         con.unregister(_MODELS_VIEW)

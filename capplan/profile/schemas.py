@@ -11,11 +11,7 @@ import pandera.pandas as pa
 from pandera.typing import Series
 
 from capplan.profile.counting import ALL_MODELS, METRICS  # noqa: F401 - defined once, beside the writer
-
-GRAINS = ("hour", "day", "week", "month")
-"""Period lengths of the histogram readers; weeks start on Monday, all in UTC."""
-EMPTY_HOURS = ("missing", "zero")
-"""What an hour without rows inside a model's span means: a logging gap, or true zero traffic."""
+from capplan.profile.queries import EMPTY_HOURS, GRAINS  # noqa: F401 - defined once, beside the queries
 
 
 class HourlyTraffic(pa.DataFrameModel):

@@ -1,4 +1,10 @@
-"""The profile in one JSON-ready dictionary: span, totals, peaks, token percentiles per model, SLI."""
+"""The profile in one JSON-ready dictionary: span, totals, peaks, token percentiles per model, SLI.
+
+Read as plain values (Arrow, numpy, lists) from the report queries of :mod:`capplan.profile.queries`, by the
+rules of the readers' frames (:func:`capplan.profile.read.hourly_traffic` and its exposure), without pandas or
+pandera: ``capplan profile`` prints these figures, no frame leaves it (``tests/profile/test_summary.py``
+checks them against the validated frames).
+"""
 
 from __future__ import annotations
 
@@ -9,25 +15,19 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pandas as pd
 import pyarrow as arrow
 import pyarrow.compute as arrow_compute
 
 from capplan import sql
+from capplan.profile import queries
 from capplan.profile.bins import HISTOGRAM_GAMMA
-from capplan.profile.counting import CODE_SHIFT, code_columns
-from capplan.profile.read import (
-    TOKEN_QUANTILES,
-    TTFT_QUANTILES,
-    histogram_quantiles,
-    hourly_traffic,
-    period_token_sums,
-    since_utc,
-    sli_event_counts,
-)
-from capplan.profile.schemas import ALL_MODELS
+from capplan.profile.counting import ALL_MODELS, CODE_SHIFT, code_columns
+from capplan.profile.exposure import epoch_us, exposure_s_of_hours, hour_rate_qps, observed_span_utc
+from capplan.profile.freshness import require_current_rollups
+from capplan.profile.queries import EMPTY_HOURS, TOKEN_QUANTILES, TTFT_QUANTILES, since_utc
 
-_HOUR = timedelta(hours=1)
+_HOUR_US = 3_600_000_000
+_EPOCH = datetime(1970, 1, 1)
 _TOKENS = ("input_tokens", "output_tokens")
 MERGE_CELLS = 1 << 22
 """Most models × bins whose whole-window token histograms :func:`token_stats` merges in numpy (32 MiB of
@@ -38,8 +38,8 @@ _BATCH_ROWS = 1 << 16
 
 
 def _num(value: Any) -> float | int | None:
-    """A JSON-friendly number: NaN/NA become None, numpy scalars plain Python."""
-    if value is None or pd.isna(value):
+    """A JSON-friendly number: None and NaN become None, numpy scalars plain Python."""
+    if value is None or value != value:  # NaN is the one value unequal to itself
         return None
     return value.item() if hasattr(value, "item") else value
 
@@ -51,15 +51,17 @@ def token_stats(con: duckdb.DuckDBPyConnection, model: str | None, since: date |
     Means are exact (token sums / requests) [tokens]; percentiles from the merged histograms, within
     ``HISTOGRAM_RELATIVE_ERROR``. With ``models``, one entry ``model`` for the union of those log models (a pool).
     """
-    sums = period_token_sums(con, "all", model, since, models)
-    quantiles = _token_quantiles(con, list(sums["model"]), model, since, models)
+    sums = queries.period_token_sums(con, "all", model, since, models).fetchnumpy()
+    names = sums["model"].tolist()
+    quantiles = _token_quantiles(con, names, model, since, models)
     stats: dict[str, dict] = {}
-    for row in sums.itertuples():
-        stats[row.model] = {"requests": int(row.requests)}
+    token_sums = {metric: sums[f"{metric}_sum"].tolist() for metric in _TOKENS}  # Python ints: exact division
+    for i, (name, requests) in enumerate(zip(names, sums["requests"].tolist(), strict=True)):
+        stats[name] = {"requests": requests}
         for metric in _TOKENS:
-            entry = {"mean": _num(getattr(row, f"{metric}_sum") / row.requests) if row.requests else None}
-            entry |= {f"p{round(q * 100)}": _num(v) for q, v in quantiles.get((row.model, metric), ())}
-            stats[row.model][metric] = entry
+            entry = {"mean": token_sums[metric][i] / requests if requests else None}
+            entry |= {f"p{round(q * 100)}": _num(v) for q, v in quantiles.get((name, metric), ())}
+            stats[name][metric] = entry
     return stats
 
 
@@ -76,7 +78,7 @@ def _token_quantiles(con: duckdb.DuckDBPyConnection, names: list[str], model: st
     """
     merged = _merged_token_bins(con, names, model, since, models, merge_cells)
     if merged is None:
-        long = histogram_quantiles(con, _TOKENS, TOKEN_QUANTILES, "all", model, since, models)
+        long = queries.histogram_quantiles(con, _TOKENS, TOKEN_QUANTILES, "all", model, since, models).fetchnumpy()
         # one pass over plain lists: a pandas groupby iterates ~60 µs per group, 2 minutes at a million models
         by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for name, metric, q, value in zip(long["model"].tolist(), long["metric"].tolist(), long["q"].tolist(),
@@ -157,27 +159,29 @@ def profile_summary(
     ``success_rate``, ``good_fraction`` [fraction], ``ttft_p50_ms``, ``ttft_p95_ms``, ``ttft_p99_ms``.
     Figures of an empty window are ``None`` (counts 0).
     """
+    queries.check_choice("empty_hours", empty_hours, EMPTY_HOURS)
+    require_current_rollups(con)
     scope = model or ALL_MODELS
-    hourly = hourly_traffic(con, scope, since, empty_hours=empty_hours)
-    observed = hourly[hourly["requests"].notna()]
-    total = int(observed["requests"].sum())
-    rated = observed[observed["avg_qps"].notna()]  # hours with a rate: requests over observed seconds
-    seconds = float(rated["exposure_s"].sum())  # (capplan.profile.exposure)
-    avg_qps = float(rated["requests"].sum()) / seconds if seconds and total else None
-    peak_hour_qps = _num(observed["avg_qps"].max()) if len(observed) else None
-    peak_second_qps = _num(observed["peak_second_qps"].max()) if len(observed) else None
+    hours = _hours(con, scope, since, empty_hours)
+    observed = hours["observed"]
+    total = int(hours["requests"][observed].sum())
+    rated = observed & ~np.isnan(hours["avg_qps"])  # hours with a rate: requests over observed seconds
+    seconds = float(hours["exposure_s"][rated].sum())  # (capplan.profile.exposure)
+    avg_qps = float(hours["requests"][rated].sum()) / seconds if seconds and total else None
+    peak_hour_qps = _nan_max(hours["avg_qps"][observed])
+    peak_second_qps = _nan_max(hours["peak_second_qps"][observed])
     tokens = token_stats(con, model, since)  # every model's: thousands are real
-    sli = sli_event_counts(con, ttft_threshold_ms, scope, since)  # totals only: not the hourly TTFT percentiles
-    ttft = histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since)
-    valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())
-    success = float((sli["success_rate"].fillna(0) * sli["valid_events"]).sum())
+    # totals only: not the hourly TTFT percentiles, nor the events hour by hour
+    valid, success, good = queries.sli_event_totals(con, ttft_threshold_ms, scope, since).fetchall()[0]
+    ttft = queries.histogram_quantiles(con, ("ttft_ms",), TTFT_QUANTILES, "all", scope, since).fetchnumpy()
     empty_tokens = {"mean": None, **{f"p{round(q * 100)}": None for q in TOKEN_QUANTILES}}
+    n_hours = len(hours["hour_us"])
     return {
         "scope": scope,
-        "span_start": hourly["hour_utc"].min().isoformat() if len(hourly) else None,
-        "span_end": (hourly["hour_utc"].max() + _HOUR).isoformat() if len(hourly) else None,
-        "hours": len(hourly),
-        "gap_hours": int(hourly["is_gap"].sum()),
+        "span_start": _iso(hours["hour_us"].min()) if n_hours else None,
+        "span_end": _iso(hours["hour_us"].max() + _HOUR_US) if n_hours else None,
+        "hours": n_hours,
+        "gap_hours": int(hours["is_gap"].sum()),
         "total_requests": total,
         "avg_qps": avg_qps,
         "peak_hour_qps": peak_hour_qps,
@@ -191,9 +195,45 @@ def profile_summary(
             "ttft_threshold_ms": ttft_threshold_ms,
             "valid_events": valid,
             "good_events": good,
-            "success_rate": round(success) / valid if valid else None,
+            "success_rate": success / valid if valid else None,
             "good_fraction": good / valid if valid else None,
             **{f"ttft_p{round(q * 100)}_ms": None for q in TTFT_QUANTILES},
-            **{f"ttft_p{round(q * 100)}_ms": _num(v) for q, v in zip(ttft["q"], ttft["value"], strict=True)},
+            **{f"ttft_p{round(q * 100)}_ms": _num(v) for q, v in zip(ttft["q"].tolist(), ttft["value"], strict=True)},
         },
     }
+
+
+def _hours(con: duckdb.DuckDBPyConnection, scope: str, since: date | datetime | str | None,
+           empty_hours: str) -> dict[str, np.ndarray]:
+    """The columns of ``hourly_traffic(con, scope, since, empty_hours=...)`` the summary reads, as numpy arrays
+    (``hour_us`` µs since the epoch; ``requests`` 0 where null, ``observed`` where not; ``avg_qps`` and
+    ``peak_second_qps`` NaN where null), with the exposure of :func:`capplan.profile.exposure.apply_exposure`:
+    a gap hour keeps the query's rate and has ``exposure_s`` 0, any other hour's rate is over its exposure."""
+    hourly = queries.hourly_traffic(con, scope, since, empty_hours).fetchnumpy()  # masked arrays where null
+    hour_us = hourly["hour_utc"].astype("datetime64[us]").astype(np.int64)
+    requests, is_gap = hourly["requests"], hourly["is_gap"].astype(bool)
+    exposure = exposure_s_of_hours(hour_us, [(epoch_us(a), epoch_us(b)) for a, b in observed_span_utc(con)])
+    return {
+        "hour_us": hour_us, "is_gap": is_gap,
+        "observed": ~np.ma.getmaskarray(requests),
+        "requests": np.ma.filled(requests, 0),
+        "avg_qps": np.where(is_gap, _floats(hourly["avg_qps"]), hour_rate_qps(_floats(requests), exposure)),
+        "exposure_s": np.where(is_gap, 0.0, exposure),
+        "peak_second_qps": _floats(hourly["peak_second_qps"]),
+    }
+
+
+def _floats(column: np.ndarray) -> np.ndarray:
+    """A numeric column of ``fetchnumpy`` (masked where null) as float64, NaN where null."""
+    return np.ma.filled(np.ma.asarray(column).astype(np.float64), np.nan)
+
+
+def _nan_max(values: np.ndarray) -> float | None:
+    """The largest value that is not NaN, as a plain float; ``None`` if there is none."""
+    values = values[~np.isnan(values)]
+    return float(values.max()) if len(values) else None
+
+
+def _iso(hour_us: np.int64) -> str:
+    """An hour in µs since the epoch as the ISO text of a naive UTC datetime (``2026-01-01T00:00:00``)."""
+    return (_EPOCH + timedelta(microseconds=int(hour_us))).isoformat()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -110,3 +112,18 @@ def test_json_sli_is_not_a_perfect_score_from_defaulted_status(bare_db):
     assert sli["success_rate"] is None and sli["good_fraction"] is None and sli["valid_events"] is None
     assert sli["not_measurable"].startswith("good_events, good_fraction, success_rate, valid_events: not measurable")
     assert "status was not logged in any loaded row" in sli["not_measurable"]
+
+
+@pytest.mark.parametrize("flag", [[], ["--rebuild"]])
+def test_summary_process_imports_no_reader_frames(db, flag):
+    """Issue 24: the summary reads plain values, so `capplan profile [--rebuild] --json` in a fresh process loads
+    neither the readers nor their pandera schemas (about 0.35 s of CPU before); `--out` still writes validated
+    frames. (pandera itself still comes in with the `capplan.ingest` package, for the defaulted columns.)"""
+    code = ("import sys; from capplan.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('capplan.profile.read', 'capplan.profile.schemas') if m in sys.modules),"
+            " file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, "profile", "--db", str(db), "--json", *flag],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout)["total_requests"] == 3
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -1,13 +1,20 @@
-"""Tests of capplan.profile.summary: the keys of profile_summary; token_stats of one model or several."""
+"""Tests of capplan.profile.summary: the keys of profile_summary, its figures against the validated frames;
+token_stats of one model or several."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from capplan import profile
+from capplan.db import connect
+from capplan.ingest import ensure_tables
 from capplan.profile import read, summary
 from capplan.profile.bins import HISTOGRAM_RELATIVE_ERROR
+from capplan.sample import SampleSpec, iter_days
 
 
 def test_empty_summary_has_every_key(con):
@@ -62,3 +69,81 @@ def test_bin_quantiles_golden():
     got = summary._bin_quantiles(counts, (0.1, 0.4, 0.5))
     assert got[0] == [(0.1, 0.0), (0.4, 2 * 1.02 / 2.02), (0.5, 2 * 1.02**35 / 2.02)]
     assert got[1] == []
+
+
+@pytest.fixture(scope="module")
+def gappy():
+    """Four generated days (6,000 requests/day) with day 2 missing, the first rows before 00:31:07 and the last
+    after 23:55 of day 4 dropped (partial first and last hours), and hours 3 and 4 of one model dropped (gaps)."""
+    con = connect()
+    ensure_tables(con)
+    for i, chunk in enumerate(iter_days(SampleSpec(start=date(2026, 2, 1), days=4, requests_per_day=6_000, seed=5)),
+                              start=1):
+        if i != 2:
+            con.register("chunk", chunk.table)
+            con.execute("insert into request_rows by name select *, ? as file_id from chunk", [i])
+            con.unregister("chunk")
+    con.execute("delete from request_rows where ts_utc < '2026-02-01 00:31:07' or ts_utc >= '2026-02-04 23:55:00'")
+    model = con.execute("select min(model) from request_rows").fetchall()[0][0]
+    con.execute("delete from request_rows where model = ? and hour(ts_utc) in (3, 4)", [model])
+    profile.refresh_rollups(con)
+    yield con, model
+    con.close()
+
+
+def _summary_from_frames(con, model, since, ttft_threshold_ms, empty_hours) -> dict:
+    """The figures of profile_summary as computed before it left pandas: from the validated frames of the
+    readers (hourly_traffic with its exposure, the SLI counts, the merged TTFT and token histograms)."""
+    scope = model or profile.ALL_MODELS
+    hourly = read.hourly_traffic(con, scope, since, empty_hours=empty_hours)
+    observed = hourly[hourly["requests"].notna()]
+    total = int(observed["requests"].sum())
+    rated = observed[observed["avg_qps"].notna()]
+    seconds = float(rated["exposure_s"].sum())
+    avg_qps = float(rated["requests"].sum()) / seconds if seconds and total else None
+    peak_hour = observed["avg_qps"].max() if len(observed) else None
+    peak_hour = None if peak_hour is None or pd.isna(peak_hour) else float(peak_hour)
+    peak_second = observed["peak_second_qps"].max() if len(observed) else None
+    peak_second = None if peak_second is None or pd.isna(peak_second) else float(peak_second)
+    sli = read.sli_event_counts(con, ttft_threshold_ms, scope, since)
+    ttft = read.histogram_quantiles(con, ("ttft_ms",), read.TTFT_QUANTILES, "all", scope, since)
+    valid, good = int(sli["valid_events"].sum()), int(sli["good_events"].sum())
+    success = float((sli["success_rate"].fillna(0) * sli["valid_events"]).sum())
+    sums = read.period_token_sums(con, "all", model, since)
+    return {
+        "span_start": hourly["hour_utc"].min().isoformat() if len(hourly) else None,
+        "span_end": (hourly["hour_utc"].max() + pd.Timedelta(hours=1)).isoformat() if len(hourly) else None,
+        "hours": len(hourly), "gap_hours": int(hourly["is_gap"].sum()), "total_requests": total,
+        "avg_qps": avg_qps, "peak_hour_qps": peak_hour, "peak_second_qps": peak_second,
+        "valid_events": valid, "good_events": good, "success_rate": round(success) / valid if valid else None,
+        "ttft": {f"ttft_p{round(q * 100)}_ms": float(v) for q, v in zip(ttft["q"], ttft["value"], strict=True)},
+        "tokens": {row.model: (row.requests, row.input_tokens_sum / row.requests,
+                               row.output_tokens_sum / row.requests) for row in sums.itertuples()},
+    }
+
+
+@pytest.mark.parametrize("empty_hours", ["missing", "zero"])
+@pytest.mark.parametrize(("model", "since", "ttft_threshold_ms"), [
+    (None, None, 2_000.0), ("__all__", "2026-02-03", 150.0), ("gappy", None, 500.0),
+    ("gappy", "2026-02-03T05:30:00Z", 2_000.0), ("no-such-model", None, 2_000.0)])
+def test_summary_equals_the_figures_of_the_validated_frames(gappy, model, since, ttft_threshold_ms, empty_hours):
+    """profile_summary reads plain values, not the readers' pandas frames: on days with a missing day, partial
+    first and last hours and a model's gap hours, every figure equals the one computed from the validated frames
+    (hourly_traffic with its exposure, the SLI counts, the merged histograms), to the last bit."""
+    con, gappy_model = gappy
+    model = gappy_model if model == "gappy" else model
+    got = profile.profile_summary(con, model, since, ttft_threshold_ms=ttft_threshold_ms, empty_hours=empty_hours)
+    want = _summary_from_frames(con, model, since, ttft_threshold_ms, empty_hours)
+    assert {k: got[k] for k in ("span_start", "span_end", "hours", "gap_hours", "total_requests", "avg_qps",
+                                "peak_hour_qps", "peak_second_qps")} == {k: want[k] for k in (
+        "span_start", "span_end", "hours", "gap_hours", "total_requests", "avg_qps", "peak_hour_qps",
+        "peak_second_qps")}
+    assert (got["sli"]["valid_events"], got["sli"]["good_events"], got["sli"]["success_rate"]) == (
+        want["valid_events"], want["good_events"], want["success_rate"])
+    assert {k: v for k, v in got["sli"].items() if k.startswith("ttft_p") and v is not None} == want["ttft"]
+    assert {name: (s["requests"], s["input_tokens"]["mean"], s["output_tokens"]["mean"])
+            for name, s in got["models"].items()} == want["tokens"]
+    if model is None:
+        assert got["gap_hours"] == 24 and got["hours"] == 4 * 24  # '__all__': every hour of its span but day 2's
+    if model == gappy_model:  # hours 3 and 4 of the days it has rows (since 3 Feb 05:30: of day 4 only), and day 2
+        assert got["gap_hours"] == (3 * 2 + 24 if since is None else 2)
