@@ -278,7 +278,10 @@ def fourier_arima(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) ->
     resid = z - x_in @ beta
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = SARIMAX(resid, order=(2, 0, 0), trend="n").fit(disp=False, maxiter=50)
+        # the forecast needs the fitted parameters and the filtered state only: fitting for the parameters
+        # and filtering once skips the smoother and the parameters' covariance that ``fit()`` adds (same forecast)
+        model = SARIMAX(resid, order=(2, 0, 0), trend="n")
+        fit = model.filter(model.fit(disp=False, maxiter=50, return_params=True), cov_type="none")
     out = x_out @ beta + np.asarray(fit.forecast(horizon), dtype=float)
     return out if np.all(np.isfinite(out)) else seasonal_naive(z, horizon, season_lengths)
 
