@@ -114,9 +114,9 @@ def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame, lis
 def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
                         by_pool: dict) -> dict[str, inputs.MeasuredInputs]:
     """Measure each pool's token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
-    with connect(cfg.database.path, read_only=True) as con:
-        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models), pool=p)
-                for p in resolved}
+    with connect(cfg.database.path, read_only=True) as con, inputs.measured_rollups(con) as rollups:  # once for all
+        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models), pool=p,
+                                              rollups=rollups) for p in resolved}
 
 
 @_stage("load-tests", retries=2)
