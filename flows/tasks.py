@@ -36,10 +36,10 @@ from capplan.runtime import in_worker, in_workers
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
           "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
-#: Stages that only read the database and run on the flow's task runner beside the others (SLO and drift from the
-#: profile on, earlier plans from the forecast on, until the cost; :func:`capplan.flows.plan.monthly_capacity_plan`):
-#: their seconds overlap those stages' seconds.
-BESIDE_FORECAST = ("slo", "drift", "earlier-plans")
+#: Stages that run on the flow's task runner beside others (:func:`capplan.flows.plan.monthly_capacity_plan`): SLO
+#: and drift from the profile on and earlier plans from the forecast on, until the cost (they only read the
+#: database), and the plan's record beside the artifacts: their seconds overlap those stages' seconds.
+OVERLAPPING = ("slo", "drift", "earlier-plans", "record-plan")
 
 
 def stages_for(cfg: CapplanConfig) -> tuple[str, ...]:
