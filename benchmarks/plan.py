@@ -112,9 +112,9 @@ def main() -> None:
     print(f"|{'-' * 46}|{'-' * 8}|")
     for stage, s in stage_median.items():
         print(f"| {stage:<44} | {s:>6.1f} |")
-    from capplan.flows.tasks import BESIDE_FORECAST  # they overlap forecast, size and cost
+    from capplan.flows.tasks import OVERLAPPING  # they overlap other stages
 
-    serial = sum(s for stage, s in stage_median.items() if stage not in BESIDE_FORECAST)
+    serial = sum(s for stage, s in stage_median.items() if stage not in OVERLAPPING)
     print(f"| {'outside the stages (imports, server, exit)':<44} | {plan_wall - serial:>6.1f} |")
     plan_cpu, base_cpu, cores = statistics.median(cpus["capplan plan"]), statistics.median(cpus["empty Prefect flow"]), \
         os.cpu_count() or 1

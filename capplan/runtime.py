@@ -28,8 +28,8 @@ Any fork of this process (a library's) closes the guard pipes' write ends in the
 kill -9 of capplan still stops the temporary server at once.
 
 :func:`worker_processes` forks the processes the plan's CPU-bound stages spread their jobs over
-(:func:`in_workers`: the pools' forecasts, the report's charts). They are forked once, after the
-command has imported its stages and before any thread exists (Prefect's, rich's): a fork copies the
+(:func:`in_workers`: the pools' forecasts, the report's charts; this process takes its share). They are
+forked once, after the command has imported its stages and before any thread exists (Prefect's, rich's): a fork copies the
 imported modules for free but no thread, so no lock can be held at fork by a thread the child lacks
 (session 8 forked from a process already running Prefect's threads, a deadlock risk, and found no
 gain on a busy machine). A worker ignores Ctrl-C (the command stops them) and exits when capplan
@@ -341,20 +341,25 @@ def worker_processes(count: int | None = None) -> Iterator[Executor | None]:
 
 
 def in_workers(job: Callable[..., R], args: Mapping[K, tuple]) -> dict[K, R]:
-    """``{key: job(*args[key])}`` in the order of ``args``: while a :func:`worker_processes` block runs, the
-    first job here and the others in its workers, side by side (this process would only wait); else all here,
-    one after the other.
+    """``{key: job(*args[key])}`` in the order of ``args``: while a :func:`worker_processes` block runs, side by side
+    in its workers and here (this process would only wait); else all here, one after the other.
 
-    ``job`` must be a module-level function, its arguments and result picklable. The first failure is
-    raised here, as if the job had run here.
+    Here runs the first job, then, last first, each job no worker has taken yet (taken back from the pool,
+    :meth:`concurrent.futures.Future.cancel`), while the workers take them first to last: no process waits
+    idle while jobs are left. ``job`` must be a module-level function, its arguments and result picklable; it
+    gives the same result wherever it runs. The first failure is raised here, as if the job had run here.
     """
     jobs = list(args.items())
     if not _workers or len(jobs) < 2:
         return {key: job(*a) for key, a in jobs}
     futures = {key: _workers[-1].submit(job, *a) for key, a in jobs[1:]}
     (key, a), *_ = jobs
-    here = job(*a)
-    return {key: here} | {k: future.result() for k, future in futures.items()}
+    here = {key: job(*a)}
+    for k in reversed(futures):  # the pool hands jobs to its workers in order: the ones not yet handed are last
+        if not futures[k].cancel():
+            break
+        here[k] = job(*args[k])
+    return {k: here[k] if k in here else futures[k].result() for k, _ in jobs}
 
 
 def in_worker(job: Callable[..., R], *args: Any) -> R:

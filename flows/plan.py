@@ -6,7 +6,7 @@ roll-ups (the one step that writes them) → profile → measure → load tests 
 → size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment),
 while SLO and drift (from the profile on) and earlier plans against what happened (from the forecast on) run
 beside them on the flow's task runner (they only read the database) → charts → report → record the plan
-(``plan_runs``/``plan_months``) → artifacts. Each step is a thin task in :mod:`flows.tasks`; the
+(``plan_runs``/``plan_months``) beside publishing the artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
 loaded, the profile refreshes only what changed, and the report folder is replaced whole.
@@ -83,7 +83,8 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
                           earlier=earlier)
     report = build_report(inputs, draw_charts(inputs))
     folder = write_report_files(report, config)
-    record_plan(config, fleet, months)
+    recorded = record_plan.submit(config, fleet, months)  # the database beside the API: neither waits for the other
     publish_artifacts(report, folder)
+    recorded.result()
     print(f"capacity plan {report.month} written to {folder}")
     return str(folder)

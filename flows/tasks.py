@@ -36,10 +36,10 @@ from capplan.runtime import in_worker, in_workers
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
           "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
-#: Stages that only read the database and run on the flow's task runner beside the others (SLO and drift from the
-#: profile on, earlier plans from the forecast on, until the cost; :func:`capplan.flows.plan.monthly_capacity_plan`):
-#: their seconds overlap those stages' seconds.
-BESIDE_FORECAST = ("slo", "drift", "earlier-plans")
+#: Stages that run on the flow's task runner beside others (:func:`capplan.flows.plan.monthly_capacity_plan`): SLO
+#: and drift from the profile on and earlier plans from the forecast on, until the cost (they only read the
+#: database), and the plan's record beside the artifacts: their seconds overlap those stages' seconds.
+OVERLAPPING = ("slo", "drift", "earlier-plans", "record-plan")
 
 
 def stages_for(cfg: CapplanConfig) -> tuple[str, ...]:
@@ -114,9 +114,9 @@ def profile_traffic(cfg: CapplanConfig) -> tuple[pd.DataFrame, pd.DataFrame, lis
 def measure_request_mix(cfg: CapplanConfig, resolved: list[pools.Pool],
                         by_pool: dict) -> dict[str, inputs.MeasuredInputs]:
     """Measure each pool's token lengths, latency, KV tokens, burst ratio and spot share from the recent logs."""
-    with connect(cfg.database.path, read_only=True) as con:
-        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models), pool=p)
-                for p in resolved}
+    with connect(cfg.database.path, read_only=True) as con, inputs.measured_rollups(con) as rollups:  # once for all
+        return {p.name: inputs.measure_inputs(con, by_pool[p.name][0], cfg, models=list(p.models), pool=p,
+                                              rollups=rollups) for p in resolved}
 
 
 @_stage("load-tests", retries=2)

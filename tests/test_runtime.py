@@ -219,13 +219,33 @@ def test_jobs_run_here_and_in_the_forked_workers_in_order_and_a_failure_is_raise
                 in_workers(int, {"here": ("1",), "in a worker": ("not a number",)})
             except ValueError as exc:
                 failed = "not a number" in str(exc)
-        print(pool is not None, pids["a"] == os.getpid() not in [pids[k] for k in "bcd"],
-              len(pids) == 4, list(pids) == list("abcd"),
+        print(pool is not None, pids["a"] == os.getpid(), len(pids) == 4, list(pids) == list("abcd"),
               list(squares.items()) == [(3, 9), (1, 1), (2, 4)], failed)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True"] * 6  # the first job here, the others in the two workers
+    assert done.stdout.split() == ["True"] * 6  # the first job here (which process runs the others: next test)
+
+
+def test_this_process_takes_back_the_jobs_no_worker_has_started():
+    """8 jobs, 2 workers: the pool hands out at most 3 more than its workers run (Python's executor), so the last
+    ones wait; this process runs the first job (short), then the last one, which no worker had taken."""
+    script = textwrap.dedent("""
+        import os, time
+        from capplan.runtime import in_workers, worker_processes
+
+        def pid_after(seconds):
+            time.sleep(seconds)
+            return os.getpid()
+
+        with worker_processes(2) as pool:
+            pids = in_workers(pid_after, {k: (0.05 if k == 0 else 0.6,) for k in range(8)})
+        print(pool is not None, list(pids) == list(range(8)), pids[0] == pids[7] == os.getpid(),
+              pids[1] != os.getpid() != pids[2], len(set(pids.values())) == 3)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True"] * 5
 
 
 def test_one_job_runs_in_a_worker_and_without_workers_here():

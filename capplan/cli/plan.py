@@ -79,7 +79,7 @@ def _run_with_progress(cfg, month: str | None) -> tuple[str, float, dict[str, fl
 
     Returns the report folder, the seconds since the command began importing the stages, and each
     completed stage's seconds (as Prefect timed its run), in the order of the stages (those of
-    :data:`capplan.flows.tasks.BESIDE_FORECAST` overlap others, so the seconds may sum to more than the run's).
+    :data:`capplan.flows.tasks.OVERLAPPING` overlap others, so the seconds may sum to more than the run's).
     """
     from capplan.runtime import freeze_heap_at_exit, imports_uncollected, start_temporary_server
 

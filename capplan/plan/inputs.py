@@ -8,6 +8,8 @@ the newest request.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,9 +128,17 @@ def measure_interruptible_share(con: duckdb.DuckDBPyConnection, cost: CostConfig
     if not cost.interruptible_models and not cost.interruptible_tenants:
         return None
     with rollup_views(con, _REQUEST_MIX) as cur:
-        share, _requests = cur.execute(sql.load("rpt_plan_interruptible_share"), {
-            "window_days": window_days, "models": list(cost.interruptible_models),
-            "tenants": list(cost.interruptible_tenants), "pool_models": models}).fetchone()
+        return _interruptible_share(cur, cost, window_days, models)
+
+
+def _interruptible_share(cur: duckdb.DuckDBPyConnection, cost: CostConfig, window_days: int,
+                         models: list[str] | None) -> float | None:
+    """:func:`measure_interruptible_share` on a cursor that has the ``plan_request_mix_hourly`` view."""
+    if not cost.interruptible_models and not cost.interruptible_tenants:
+        return None
+    share, _requests = cur.execute(sql.load("rpt_plan_interruptible_share"), {
+        "window_days": window_days, "models": list(cost.interruptible_models),
+        "tenants": list(cost.interruptible_tenants), "pool_models": models}).fetchone()
     return float(share)
 
 
@@ -181,14 +191,26 @@ def interruptible_share(cost: CostConfig, measured: MeasuredInputs | None = None
     return cost.interruptible_share
 
 
+@contextmanager
+def measured_rollups(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of ``con`` with the roll-ups :func:`measure_inputs` reads as views (``plan_request_mix_hourly``,
+    ``plan_kv_tokens_hourly``): one roll-up of every model, for the measure stage to share between its pools
+    (``measure_inputs(..., rollups=cur)``). The views vanish with the cursor when the block ends."""
+    with rollup_views(con, _REQUEST_MIX | _KV_TOKENS) as cur:
+        yield cur
+
+
 def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: CapplanConfig,
-                   models: list[str] | None = None, pool: Any = None) -> MeasuredInputs:
+                   models: list[str] | None = None, pool: Any = None, *,
+                   rollups: duckdb.DuckDBPyConnection | None = None) -> MeasuredInputs:
     """Measure the request mix over the last ``[report].measured_window_days`` days (``sql/rpt_plan_measured_inputs``).
 
     A database fed by partitioned roll-ups only measures the same figures (see the module).
     ``hourly`` is the profile's hourly traffic, for :func:`burst_ratio`. ``models`` limits every
     figure to one pool's log models (``None``: all models); the window is the fleet's either way.
     ``pool``, when given, is the architecture a latency that was not logged is modelled for.
+    ``rollups``, a cursor of ``con`` from :func:`measured_rollups`, is read instead of rolling up here (the
+    roll-ups cover every model: one serves all the pools of a stage).
 
     Raises
     ------
@@ -197,11 +219,12 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         assumed (:func:`capplan.plan.unlogged.latency_without_logs`), marked in ``sources``.
     """
     window_days = cfg.report.measured_window_days
-    with rollup_views(con, _REQUEST_MIX | _KV_TOKENS) as cur:
+    with nullcontext(rollups) if rollups is not None else measured_rollups(con) as cur:
         row = cur.execute(sql.load("rpt_plan_measured_inputs"), {
             "window_days": window_days, "kv_quantile": cfg.report.kv_tokens_quantile,
             "models": models}).df().iloc[0]
         metrics = metrics_hours(cur, window_days)
+        share = _interruptible_share(cur, cfg.cost, window_days, models)
     if not row["requests"]:
         raise ValueError("the requests table has no successful (2xx) request to measure the request mix from; "
                          "ingest logs first")
@@ -230,7 +253,7 @@ def measure_inputs(con: duckdb.DuckDBPyConnection, hourly: pd.DataFrame, cfg: Ca
         requests=int(row["requests"]), input_tokens_per_request=float(row["input_tokens_per_request"]),
         output_tokens_per_request=float(row["output_tokens_per_request"]), latency_s=latency_s,
         kv_tokens_per_sequence=kv_tokens, burst_ratio=burst,
-        interruptible_share=measure_interruptible_share(con, cfg.cost, window_days=window_days, models=models),
+        interruptible_share=share,
         kv_tokens_quantile=cfg.report.kv_tokens_quantile,
         input_tokens_histogram=histograms["input_tokens"], output_tokens_histogram=histograms["output_tokens"],
         sources=sources, notes=notes, defaulted=defaulted_columns(con),  # s7-honest

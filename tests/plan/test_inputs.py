@@ -137,6 +137,20 @@ def test_measured_share_replaces_the_assumed_one(share_con):
     assert unlisted.interruptible_share is None and "interruptible_share" not in unlisted.table()
 
 
+def test_pools_measured_on_one_shared_roll_up_equal_each_measured_alone(share_con):
+    """The measure stage rolls up once for all its pools (``measured_rollups``): every pool's figures, the
+    interruptible share among them, equal those of a roll-up of its own."""
+    cfg = parse_config({"cost": {"interruptible_models": ["batch-embed"], "interruptible_tenants": ["nightly"]},
+                        "report": {"measured_window_days": 30}})
+    hourly = pd.DataFrame({"avg_qps": [1.0], "concurrency_littles": [1.0], "concurrency_measured_peak": [1]})
+    pools = [None, ["chat"], ["batch-embed"], ["chat", "batch-embed"]]
+    alone = [plan.measure_inputs(share_con, hourly, cfg, models=models) for models in pools]
+    with plan.measured_rollups(share_con) as rollups:
+        shared = [plan.measure_inputs(share_con, hourly, cfg, models=models, rollups=rollups) for models in pools]
+    assert shared == alone
+    assert [m.interruptible_share for m in shared] == pytest.approx([2 / 4, 1 / 3, 1.0, 2 / 4])
+
+
 def test_empty_table_gives_zero(share_con):
     share_con.execute("delete from request_rows")
     assert plan.measure_interruptible_share(share_con, CostConfig(interruptible_models=["x"]), window_days=7) == 0.0
