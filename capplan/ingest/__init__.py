@@ -30,8 +30,7 @@ Modules, one job each (this package re-exports the public API):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from capplan.exports import lazy_exports
 
 # name -> the module that defines it; imported on first use (PEP 562), so a command that needs one
 # module of the package (the profile summary: ``capplan.ingest.coverage``) does not pay for the pandera
@@ -47,18 +46,4 @@ _HOMES = {
     "capplan.ingest.run": ("ingest_paths", "ingest_sources"),
     "capplan.ingest.tables": ("ensure_tables",),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-
-
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - any re-exported name
-    if name not in _HOME_OF:
-        raise AttributeError(f"module 'capplan.ingest' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME_OF[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME_OF])
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -21,8 +21,7 @@ elsewhere. See ``docs/profile.md``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from capplan.exports import lazy_exports
 
 # name -> the module that defines it; imported on first use (PEP 562), so the write path
 # (``capplan.profile.refresh``) does not pay for pandas and pandera, which only the readers need
@@ -39,18 +38,4 @@ _HOMES = {
                                 "TokenDistribution", "TypicalWeek"),
     "capplan.profile.summary": ("profile_summary", "token_stats"),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-
-
-def __getattr__(name: str) -> Any:  # noqa: ANN401 - any re-exported name
-    if name not in _HOME_OF:
-        raise AttributeError(f"module 'capplan.profile' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME_OF[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME_OF])
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _HOMES)
