@@ -18,10 +18,18 @@ def lazy_exports(package: str, homes: Mapping[str, tuple[str, ...]]
                  ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``__all__``, ``__getattr__`` and ``__dir__`` for ``package``, whose names live in ``homes`` (module -> names).
 
+    A name that is also the name of the submodule defining it is imported at once (else it would read as
+    the submodule once any module imported that submodule, depending on import order).
+
     Example: ``__all__, __getattr__, __dir__ = lazy_exports(__name__, {"capplan.ingest.run": ("ingest_paths",)})``.
     """
     home_of = {name: module for module, names in homes.items() for name in names}
     namespace = importlib.import_module(package).__dict__
+    for name, module in home_of.items():
+        if module == f"{package}.{name}":
+            # a name that is also its module's name (``capplan.ingest.fingerprint``): importing the submodule
+            # binds the package attribute to the module, and ``__getattr__`` is then never asked; bound now
+            namespace[name] = getattr(importlib.import_module(module), name)
 
     def __getattr__(name: str) -> Any:  # noqa: ANN401, N807 - any re-exported name; the module hook's name
         if name not in home_of:
