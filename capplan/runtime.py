@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -347,19 +347,30 @@ def in_workers(job: Callable[..., R], args: Mapping[K, tuple]) -> dict[K, R]:
     Here runs the first job, then, last first, each job no worker has taken yet (taken back from the pool,
     :meth:`concurrent.futures.Future.cancel`), while the workers take them first to last: no process waits
     idle while jobs are left. ``job`` must be a module-level function, its arguments and result picklable; it
-    gives the same result wherever it runs. The first failure is raised here, as if the job had run here.
+    gives the same result wherever it runs. The failure of the first failing job in the order of ``args`` is raised
+    here, whichever process ran it and whenever it failed.
     """
     jobs = list(args.items())
     if not _workers or len(jobs) < 2:
         return {key: job(*a) for key, a in jobs}
     futures = {key: _workers[-1].submit(job, *a) for key, a in jobs[1:]}
     (key, a), *_ = jobs
-    here = {key: job(*a)}
-    for k in reversed(futures):  # the pool hands jobs to its workers in order: the ones not yet handed are last
-        if not futures[k].cancel():
+    futures[key] = _run_here(job, a)
+    for k in reversed(jobs[1:]):  # the pool hands jobs to its workers in order: the ones not yet handed are last
+        if not futures[k[0]].cancel():
             break
-        here[k] = job(*args[k])
-    return {k: here[k] if k in here else futures[k].result() for k, _ in jobs}
+        futures[k[0]] = _run_here(job, k[1])
+    return {k: futures[k].result() for k, _ in jobs}  # the first failure in the order of ``args``, wherever it ran
+
+
+def _run_here(job: Callable[..., R], a: tuple) -> Future[R]:
+    """``job(*a)`` run in this process, its result or exception kept as a finished future (raised when read)."""
+    done: Future[R] = Future()
+    try:
+        done.set_result(job(*a))
+    except Exception as exc:  # noqa: BLE001 - kept, raised by in_workers in the order of its jobs
+        done.set_exception(exc)
+    return done
 
 
 def in_worker(job: Callable[..., R], *args: Any) -> R:

@@ -248,6 +248,34 @@ def test_this_process_takes_back_the_jobs_no_worker_has_started():
     assert done.stdout.split() == ["True"] * 5
 
 
+def test_the_failure_raised_is_the_first_in_the_order_of_the_jobs_wherever_and_whenever_it_failed():
+    """8 failing jobs, 2 workers: job 7, taken back here, fails first in time (at once), jobs 1 and 2 fail in the
+    workers 0.6 s later; the error raised is job 1's (the first failing job in order), in every round."""
+    script = textwrap.dedent("""
+        import time
+        from capplan.runtime import in_workers, worker_processes
+
+        def fail_after(key, seconds):
+            time.sleep(seconds)
+            raise ValueError(f"job {key}")
+
+        def ok_or_fail(key, seconds):
+            return key if key == 0 else fail_after(key, seconds)
+
+        raised = []
+        with worker_processes(2):
+            for _ in range(3):
+                try:
+                    in_workers(ok_or_fail, {k: (k, 0.0 if k in (0, 7) else 0.6) for k in range(8)})
+                except ValueError as exc:
+                    raised.append(str(exc))
+        print(raised)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "['job 1', 'job 1', 'job 1']"
+
+
 def test_one_job_runs_in_a_worker_and_without_workers_here():
     """``in_worker``: the SLO and drift stages' one job each, in a worker process (a failure raised here)."""
     script = textwrap.dedent("""
