@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 HOUR_S = 3600.0
 #: An hour observed for less than this has no rate. [s]
 MIN_EXPOSURE_S = 600.0
-_EPOCH = datetime(1970, 1, 1)
+#: The Unix epoch as a naive UTC datetime (every µs-since-epoch figure of the profile counts from it).
+EPOCH = datetime(1970, 1, 1)
 
 
 def observed_span_utc(con: duckdb.DuckDBPyConnection) -> list[tuple[datetime, datetime]]:
@@ -65,7 +66,7 @@ def observed_span(con: duckdb.DuckDBPyConnection) -> list[tuple[pd.Timestamp, pd
 
 def epoch_us(ts: datetime) -> int:
     """Microseconds since the epoch of a naive UTC datetime. [µs]"""
-    return (ts - _EPOCH) // timedelta(microseconds=1)
+    return (ts - EPOCH) // timedelta(microseconds=1)
 
 
 def hour_exposure_s(hours: pd.DatetimeIndex | pd.Series, spans: list[tuple[pd.Timestamp, pd.Timestamp]]) -> np.ndarray:
@@ -120,6 +121,14 @@ def hour_rate_qps(requests: np.ndarray, exposure_s: np.ndarray) -> np.ndarray:
         return np.where(exposure_s >= MIN_EXPOSURE_S, requests / exposure_s, np.nan)
 
 
+def gap_aware_hours(is_gap: np.ndarray, requests: np.ndarray, exposure_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(avg_qps, exposure_s)`` of each hour: a gap hour has ``exposure_s`` 0 and a NaN rate here (its caller
+    keeps the query's null or zero, by ``empty_hours``); any other hour's rate is :func:`hour_rate_qps` over its
+    observed seconds. The one rule behind :func:`apply_exposure` (frames) and the profile summary (arrays)."""
+    is_gap = np.asarray(is_gap, bool)
+    return np.where(is_gap, np.nan, hour_rate_qps(requests, exposure_s)), np.where(is_gap, 0.0, exposure_s)
+
+
 def _us(ts: pd.Timestamp) -> int:
     """Microseconds since the epoch (``Timestamp.value`` is nanoseconds whatever the unit)."""
     import pandas as pd
@@ -137,11 +146,11 @@ def apply_exposure(hourly: pd.DataFrame, spans: list[tuple[pd.Timestamp, pd.Time
     import pandas as pd
 
     out = hourly.copy()
-    exposure = hour_exposure_s(out["hour_utc"], spans)
-    out["exposure_s"] = np.where(out["is_gap"].astype(bool), 0.0, exposure)
     observed = ~out["is_gap"].astype(bool)
     requests = out["requests"].to_numpy(dtype=np.float64, na_value=np.nan)
-    rate = pd.Series(hour_rate_qps(requests, exposure), index=out.index).astype("Float64")  # NaN: null
+    rate_qps, out["exposure_s"] = gap_aware_hours(~observed.to_numpy(), requests,
+                                                  hour_exposure_s(out["hour_utc"], spans))
+    rate = pd.Series(rate_qps, index=out.index).astype("Float64")  # NaN: null
     out.loc[observed, "avg_qps"] = rate[observed].astype(float)
     out.loc[observed, "concurrency_littles"] = (rate * out["mean_latency_ms"].astype("Float64") / 1000.0)[observed].astype(float)
     return out

@@ -3,7 +3,8 @@
 Each function checks its arguments, runs one file of ``sql/`` on ``con`` and returns ``con`` holding the
 result, to fetch at once: the readers (:mod:`capplan.profile.read`) take it as a frame (``.df()``) and
 validate it; the summary (:mod:`capplan.profile.summary`) reads plain values (``.fetchall()``, Arrow). So
-``capplan profile`` imports neither pandas nor pandera.
+``capplan profile`` imports no pandera (tested) and pandas only where pyarrow does (its first ``to_numpy``) or a
+``since`` string is parsed.
 """
 
 from __future__ import annotations

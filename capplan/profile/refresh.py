@@ -46,7 +46,7 @@ from capplan.profile.counting import (
     code_columns,
     plan_windows,
 )
-from capplan.profile.exposure import epoch_us
+from capplan.profile.exposure import EPOCH, epoch_us
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
                                        require_requests, stored_rollup_version)
 
@@ -83,7 +83,6 @@ ROLLUP_MEMORY_LIMIT_MIB = 256
 """DuckDB ``memory_limit`` held during a refresh [MiB]: DuckDB keeps every block a scan reads until
 the limit (80 % of RAM by default), so without it a full rebuild's memory grows with the table."""
 _BATCH_ROWS = 1 << 19
-_EPOCH = datetime(1970, 1, 1)
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -267,12 +266,12 @@ def _floor_hour(ts: datetime) -> datetime:
 
 def _hour_epoch(ts: datetime) -> int:
     """Hours since the epoch of the hour holding ``ts`` (floor). [hours]"""
-    return int((ts - _EPOCH) // _HOUR)
+    return int((ts - EPOCH) // _HOUR)
 
 
 def _ceil_hour_epoch(ts: datetime) -> int:
     """Hours since the epoch of the first hour boundary at or after ``ts``. [hours]"""
-    return -int(-(ts - _EPOCH) // _HOUR)
+    return -int(-(ts - EPOCH) // _HOUR)
 
 
 def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, n_models: int,
@@ -293,7 +292,7 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
     hour_rows[counts["hour_epoch"] - first_hour] = counts["rows"]
     dense_hours = ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))
     max_hours = min(ROLLUP_WINDOW_HOURS, dense_hours) if dense_hours >= DENSE_MIN_HOURS else ROLLUP_WINDOW_HOURS
-    bounds = [(_EPOCH + (first_hour + a) * _HOUR, _EPOCH + (first_hour + b) * _HOUR)
+    bounds = [(EPOCH + (first_hour + a) * _HOUR, EPOCH + (first_hour + b) * _HOUR)
               for a, b in plan_windows(hour_rows, max_hours, ROLLUP_WINDOW_ROWS)]
     return [(max(a, start_utc), min(b, end_utc)) for a, b in bounds]
 

@@ -22,12 +22,11 @@ from capplan import sql
 from capplan.profile import queries
 from capplan.profile.bins import HISTOGRAM_GAMMA
 from capplan.profile.counting import ALL_MODELS, CODE_SHIFT, code_columns
-from capplan.profile.exposure import epoch_us, exposure_s_of_hours, hour_rate_qps, observed_span_utc
+from capplan.profile.exposure import EPOCH, epoch_us, exposure_s_of_hours, gap_aware_hours, observed_span_utc
 from capplan.profile.freshness import require_current_rollups
 from capplan.profile.queries import EMPTY_HOURS, TOKEN_QUANTILES, TTFT_QUANTILES, since_utc
 
 _HOUR_US = 3_600_000_000
-_EPOCH = datetime(1970, 1, 1)
 _TOKENS = ("input_tokens", "output_tokens")
 MERGE_CELLS = 1 << 22
 """Most models × bins whose whole-window token histograms :func:`token_stats` merges in numpy (32 MiB of
@@ -212,13 +211,14 @@ def _hours(con: duckdb.DuckDBPyConnection, scope: str, since: date | datetime | 
     hourly = queries.hourly_traffic(con, scope, since, empty_hours).fetchnumpy()  # masked arrays where null
     hour_us = hourly["hour_utc"].astype("datetime64[us]").astype(np.int64)
     requests, is_gap = hourly["requests"], hourly["is_gap"].astype(bool)
-    exposure = exposure_s_of_hours(hour_us, [(epoch_us(a), epoch_us(b)) for a, b in observed_span_utc(con)])
+    rate_qps, exposure_s = gap_aware_hours(is_gap, _floats(requests), exposure_s_of_hours(
+        hour_us, [(epoch_us(a), epoch_us(b)) for a, b in observed_span_utc(con)]))
     return {
         "hour_us": hour_us, "is_gap": is_gap,
         "observed": ~np.ma.getmaskarray(requests),
         "requests": np.ma.filled(requests, 0),
-        "avg_qps": np.where(is_gap, _floats(hourly["avg_qps"]), hour_rate_qps(_floats(requests), exposure)),
-        "exposure_s": np.where(is_gap, 0.0, exposure),
+        "avg_qps": np.where(is_gap, _floats(hourly["avg_qps"]), rate_qps),
+        "exposure_s": exposure_s,
         "peak_second_qps": _floats(hourly["peak_second_qps"]),
     }
 
@@ -236,4 +236,4 @@ def _nan_max(values: np.ndarray) -> float | None:
 
 def _iso(hour_us: np.int64) -> str:
     """An hour in µs since the epoch as the ISO text of a naive UTC datetime (``2026-01-01T00:00:00``)."""
-    return (_EPOCH + timedelta(microseconds=int(hour_us))).isoformat()
+    return (EPOCH + timedelta(microseconds=int(hour_us))).isoformat()

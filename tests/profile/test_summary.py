@@ -73,8 +73,9 @@ def test_bin_quantiles_golden():
 
 @pytest.fixture(scope="module")
 def gappy():
-    """Four generated days (6,000 requests/day) with day 2 missing, the first rows before 00:31:07 and the last
-    after 23:55 of day 4 dropped (partial first and last hours), and hours 3 and 4 of one model dropped (gaps)."""
+    """Four generated days (6,000 requests/day) with day 2 missing, the first rows before 00:55:07 and the last
+    after 23:55 of day 4 dropped (partial first and last hours: the first observed under MIN_EXPOSURE_S, so it
+    has requests but no rate), and hours 3 and 4 of one model dropped (gaps)."""
     con = connect()
     ensure_tables(con)
     for i, chunk in enumerate(iter_days(SampleSpec(start=date(2026, 2, 1), days=4, requests_per_day=6_000, seed=5)),
@@ -83,12 +84,20 @@ def gappy():
             con.register("chunk", chunk.table)
             con.execute("insert into request_rows by name select *, ? as file_id from chunk", [i])
             con.unregister("chunk")
-    con.execute("delete from request_rows where ts_utc < '2026-02-01 00:31:07' or ts_utc >= '2026-02-04 23:55:00'")
+    con.execute("delete from request_rows where ts_utc < '2026-02-01 00:55:07' or ts_utc >= '2026-02-04 23:55:00'")
     model = con.execute("select min(model) from request_rows").fetchall()[0][0]
     con.execute("delete from request_rows where model = ? and hour(ts_utc) in (3, 4)", [model])
     profile.refresh_rollups(con)
     yield con, model
     con.close()
+
+
+def test_the_gappy_days_hold_an_hour_with_requests_and_no_rate(gappy):
+    """The equality test below covers the summary's NaN-rate branch: the first hour was observed under 600 s."""
+    con, _ = gappy
+    hourly = read.hourly_traffic(con, profile.ALL_MODELS)
+    first = hourly.iloc[0]
+    assert first["requests"] > 0 and pd.isna(first["avg_qps"]) and first["exposure_s"] < 600
 
 
 def _summary_from_frames(con, model, since, ttft_threshold_ms, empty_hours) -> dict:
