@@ -234,11 +234,13 @@ def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_pla
     with tasks.stage_listener(lambda stage, state, seconds, message: seen.append((stage, state, message))):
         state = monthly_capacity_plan(cfg, return_state=True)
     assert state.is_failed()
-    with pytest.raises(Exception, match="empty|no traffic|ingest"):
+    with pytest.raises(Exception, match="ingest logs first"):  # the run's cause is the profile's, whatever ran beside it
         state.result()
-    failed = [s for s in seen if s[1] == "Failed"]
-    # the ingest flow creates the tables and refreshes (nothing to do); reading finds no traffic
-    assert failed and failed[0][0] == "profile" and "ingest logs first" in failed[0][2]
+    failed = {stage: message for stage, state_name, message in seen if state_name == "Failed"}
+    # the ingest flow creates the tables and refreshes (nothing to do); reading finds no traffic. The SLO and drift
+    # stages start after refresh-profile, beside the profile, and may fail on the same empty table first or not
+    assert "ingest logs first" in failed["profile"]
+    assert set(failed) <= {"profile", "slo", "drift"}
     assert not (tmp_path / "out").exists()
 
 
