@@ -353,14 +353,14 @@ def in_workers(job: Callable[..., R], args: Mapping[K, tuple]) -> dict[K, R]:
     jobs = list(args.items())
     if not _workers or len(jobs) < 2:
         return {key: job(*a) for key, a in jobs}
-    futures = {key: _workers[-1].submit(job, *a) for key, a in jobs[1:]}
-    (key, a), *_ = jobs
-    futures[key] = _run_here(job, a)
-    for k in reversed(jobs[1:]):  # the pool hands jobs to its workers in order: the ones not yet handed are last
-        if not futures[k[0]].cancel():
+    (first, first_args), *rest = jobs
+    futures = {key: _workers[-1].submit(job, *a) for key, a in rest}
+    futures[first] = _run_here(job, first_args)
+    for key, a in reversed(rest):  # the pool hands jobs to its workers in order: the ones not yet handed are last
+        if not futures[key].cancel():
             break
-        futures[k[0]] = _run_here(job, k[1])
-    return {k: futures[k].result() for k, _ in jobs}  # the first failure in the order of ``args``, wherever it ran
+        futures[key] = _run_here(job, a)
+    return {key: futures[key].result() for key, _ in jobs}  # the first failure in the order of ``args``
 
 
 def _run_here(job: Callable[..., R], a: tuple) -> Future[R]:
