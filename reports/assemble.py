@@ -155,8 +155,7 @@ def draw_charts(inputs: ReportInputs, keys: Sequence[str] | None = None) -> list
     """Every chart of the report (only those of ``keys`` when given, in the report's order), each with a caption
     saying how to read it; per pool as small multiples. The operating curves (:data:`OPERATING_CURVE`) are among
     them: :func:`build_report` puts them under the pools table."""
-    return [Chart(key, title, caption, draw()) for key, title, caption, draw in _chart_plan(inputs)
-            if keys is None or key in keys]
+    return _drawn(_chart_plan(inputs), keys)
 
 
 def drawing_rank(key: str) -> int:
@@ -173,8 +172,12 @@ def evidence_chart_keys(evidence: EvidenceInputs) -> list[str]:
 def draw_evidence_charts(evidence: EvidenceInputs, keys: Sequence[str] | None = None) -> list[Chart]:
     """The evidence charts as :func:`draw_charts` draws them (the same PNG bytes and captions), from what is known
     before the forecast; only those of ``keys`` when given."""
-    return [Chart(key, title, caption, draw()) for key, title, caption, draw in _evidence_chart_plan(evidence)
-            if keys is None or key in keys]
+    return _drawn(_evidence_chart_plan(evidence), keys)
+
+
+def _drawn(planned: list[tuple[str, str, str, Callable[[], bytes]]], keys: Sequence[str] | None) -> list[Chart]:
+    """The charts of ``planned`` (a chart plan, :func:`_chart_plan`'s entries) drawn, only those of ``keys`` when given."""
+    return [Chart(key, title, caption, draw()) for key, title, caption, draw in planned if keys is None or key in keys]
 
 
 def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], bytes]]]:
