@@ -340,19 +340,25 @@ def worker_processes(count: int | None = None) -> Iterator[Executor | None]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def in_workers(job: Callable[..., R], args: Mapping[K, tuple]) -> dict[K, R]:
+def in_workers(job: Callable[..., R], args: Mapping[K, tuple], *, here: bool = True) -> dict[K, R]:
     """``{key: job(*args[key])}`` in the order of ``args``: while a :func:`worker_processes` block runs, side by side
     in its workers and here (this process would only wait); else all here, one after the other.
 
     Here runs the first job, then, last first, each job no worker has taken yet (taken back from the pool,
     :meth:`concurrent.futures.Future.cancel`), while the workers take them first to last: no process waits
-    idle while jobs are left. ``job`` must be a module-level function, its arguments and result picklable; it
+    idle while jobs are left. With ``here=False`` every job goes to the workers and this thread only waits: for a
+    stage that runs beside others (a task submitted to the flow's task runner), whose jobs would otherwise compete
+    for this process's Python with the flow's own thread; the workers take its jobs after those already queued.
+    ``job`` must be a module-level function, its arguments and result picklable; it
     gives the same result wherever it runs. The failure of the first failing job in the order of ``args`` is raised
     here, whichever process ran it and whenever it failed.
     """
     jobs = list(args.items())
-    if not _workers or len(jobs) < 2:
+    if not _workers or (here and len(jobs) < 2):
         return {key: job(*a) for key, a in jobs}
+    if not here:
+        queued = {key: _workers[-1].submit(job, *a) for key, a in jobs}
+        return {key: queued[key].result() for key, _ in jobs}  # the first failure in the order of ``args``
     (first, first_args), *rest = jobs
     futures = {key: _workers[-1].submit(job, *a) for key, a in rest}
     futures[first] = _run_here(job, first_args)
@@ -375,10 +381,9 @@ def _run_here(job: Callable[..., R], a: tuple) -> Future[R]:
 
 def in_worker(job: Callable[..., R], *args: Any) -> R:
     """``job(*args)`` in one of the worker processes while a :func:`worker_processes` block runs (the calling
-    thread waits, holding no lock Python's other threads need), else here; as :func:`in_workers` for one job."""
-    if not _workers:
-        return job(*args)
-    return _workers[-1].submit(job, *args).result()
+    thread waits, holding no lock Python's other threads need), else here: :func:`in_workers` with ``here=False``
+    for one job."""
+    return in_workers(job, {0: args}, here=False)[0]
 
 
 def _exit_with_parent(parent_pid: int) -> None:

@@ -5,7 +5,8 @@ folders or file lists; a sub-flow on the ``[cluster]`` task runner) → refresh 
 roll-ups (the one step that writes them) → profile → measure → load tests → forecast
 → size (per pool: measured, calibrated, modelled or assumed throughput) → cost (fleet totals, shared commitment),
 while SLO and drift (from the profile on) and earlier plans against what happened (from the forecast on) run
-beside them on the flow's task runner (they only read the database) → charts → report → record the plan
+beside them on the flow's task runner (they only read the database), and the traffic and SLO charts are drawn
+beside the forecast once SLO and drift are done → charts → report → record the plan
 (``plan_runs``/``plan_months``) beside publishing the artifacts. Each step is a thin task in :mod:`flows.tasks`; the
 arithmetic lives in the packages. A failing task fails the run with its exception.
 A re-run starts again from the database: the ingest ledger skips files already
@@ -24,12 +25,17 @@ from capplan.plan.calendar import plan_months
 from capplan.plan.notes import coverage_notes, ingest_notes
 from capplan.flows.ingest import ingest_logs
 from capplan.flows.partitioned import run_partitioned_rollup
-from capplan.flows.tasks import (announce, build_report, check_slos, cost_fleet, draw_charts, find_drift,
-                                 forecast_qps, measure_request_mix, notify_flow, profile_traffic, publish_artifacts,
-                                 read_load_tests, record_plan, refresh_profile, size_pools, write_report_files,
-                                 compare_earlier_plans)
+from capplan.flows.tasks import (announce, build_report, check_slos, compare_earlier_plans, cost_fleet, draw_charts,
+                                 draw_evidence_charts, find_drift, forecast_qps, measure_request_mix, notify_flow,
+                                 profile_traffic, publish_artifacts, read_load_tests, record_plan, refresh_profile,
+                                 size_pools, write_report_files)
 from capplan.plan.pools import pool_notes, unused_pools
 from capplan.reports.assemble import ReportInputs
+
+
+#: The ingest sub-flow reporting as a stage; made once here, at import, not on each run (``with_options`` builds the
+#: flow's parameter schema again, a tenth of a second of the run's start).
+_ingest_logs = ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])
 
 
 @flow(name="monthly-capacity-plan", log_prints=True)
@@ -39,7 +45,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     ``month`` defaults to the month after the last complete month of data
     (:func:`capplan.plan.calendar.plan_months`). Returns the report folder.
     """
-    ingested = ingest_logs.with_options(on_completion=[notify_flow], on_failure=[notify_flow])(config)
+    ingested = _ingest_logs(config)
     notes = ingest_notes(ingested)
     if config.cluster.sources:
         rolled = run_partitioned_rollup(config, hooks=[notify_flow])
@@ -56,6 +62,9 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     notes += pool_notes(pools) + [f"[[pools]] {name}: serves no model in the logs; left out of the plan"
                                   for name in unused_pools(config, pools)]
     measured = measure_request_mix(config, pools, by_pool)
+    # the traffic and SLO charts need neither the forecast nor the fleet: drawn in worker processes the forecast
+    # leaves idle (its pools finish at different times), so the charts stage after the cost has less left to draw
+    evidence_charts = draw_evidence_charts.submit(config, daily, measured, slos_run, drift_run)
     load_tests = read_load_tests(config, pools)
     last_ts_utc = max(m.last_ts_utc for m in measured.values())
     months = plan_months(last_ts_utc, config.forecast.horizon_months, month)
@@ -81,7 +90,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
                           slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes),
                           earlier=earlier)
-    report = build_report(inputs, draw_charts(inputs))
+    report = build_report(inputs, draw_charts(inputs, evidence_charts))
     folder = write_report_files(report, config)
     recorded = record_plan.submit(config, fleet, months)  # the database beside the API: neither waits for the other
     publish_artifacts(report, folder)

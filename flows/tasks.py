@@ -35,11 +35,12 @@ from capplan.runtime import in_worker, in_workers
 
 #: Stage names in run order, as the progress display shows them.
 STAGES = ("ingest", "refresh-profile", "profile", "measure", "load-tests", "forecast", "size", "cost", "slo", "drift",
-          "earlier-plans", "charts", "report", "report-files", "record-plan", "artifacts")
+          "earlier-plans", "evidence-charts", "charts", "report", "report-files", "record-plan", "artifacts")
 #: Stages that run on the flow's task runner beside others (:func:`capplan.flows.plan.monthly_capacity_plan`): SLO
 #: and drift from the profile on and earlier plans from the forecast on, until the cost (they only read the
-#: database), and the plan's record beside the artifacts: their seconds overlap those stages' seconds.
-OVERLAPPING = ("slo", "drift", "earlier-plans", "record-plan")
+#: database), the evidence charts from the measure on, and the plan's record beside the artifacts: their seconds
+#: overlap those stages' seconds.
+OVERLAPPING = ("slo", "drift", "earlier-plans", "evidence-charts", "record-plan")
 
 
 def stages_for(cfg: CapplanConfig) -> tuple[str, ...]:
@@ -175,11 +176,28 @@ def _drift_evidence(cfg: CapplanConfig) -> evidence.DriftEvidence:
         return evidence.drift_evidence(con, cfg)
 
 
-@_stage("charts")
-def draw_charts(inputs: assemble.ReportInputs) -> list:
-    """Draw every chart of the report as PNG; each in one of the command's worker processes when it has them."""
-    drawn = in_workers(assemble.draw_charts, {key: (inputs, (key,)) for key in assemble.chart_keys(inputs)})
+@_stage("evidence-charts")
+def draw_evidence_charts(cfg: CapplanConfig, daily: pd.DataFrame, measured: dict[str, inputs.MeasuredInputs],
+                         slos: list[evidence.SloEvidence], drift: evidence.DriftEvidence) -> list:
+    """Draw the charts of the measured traffic and the SLOs (peak-to-average, token lengths, burn-downs), which need
+    neither the forecast nor the fleet: submitted beside the forecast, each in a worker process the forecast leaves
+    idle (this thread only waits), when the command has them."""
+    shown = assemble.EvidenceInputs(cfg, daily, tuple(measured.values()), slos, drift)
+    drawn = in_workers(assemble.draw_evidence_charts,
+                       {key: (shown, (key,)) for key in assemble.evidence_chart_keys(shown)}, here=False)
     return [chart for charts in drawn.values() for chart in charts]
+
+
+@_stage("charts")
+def draw_charts(inputs: assemble.ReportInputs, drawn: list) -> list:
+    """Draw the report's charts not yet ``drawn`` (the evidence charts) as PNG, the longest first, each in one of the
+    command's worker processes when it has them; return every chart in the report's order."""
+    keys = assemble.chart_keys(inputs)
+    done = {chart.key: chart for chart in drawn}
+    todo = sorted((key for key in keys if key not in done), key=assemble.drawing_rank)
+    charts = in_workers(assemble.draw_charts, {key: (inputs, (key,)) for key in todo})
+    done |= {chart.key: chart for drawn_here in charts.values() for chart in drawn_here}
+    return [done[key] for key in keys]
 
 
 @_stage("report")

@@ -18,6 +18,7 @@ import pandas as pd
 
 from capplan.config import CapplanConfig
 from capplan.plan.evidence import DriftEvidence, SloEvidence
+from capplan.plan.inputs import MeasuredInputs
 from capplan.history.compare import EarlierPlans
 from capplan.history.store import FLEET as HISTORY_FLEET
 from capplan.plan.pool_plan import FleetPlan, PoolPlan
@@ -31,6 +32,12 @@ HISTORY_DAYS_SHOWN = 56
 MAX_EPISODES_LISTED = 20
 #: Key of the performance model's operating curves: drawn with the charts, shown under the pools table.
 OPERATING_CURVE = "operating-curve"
+#: Key prefix of the SLO burn-down charts (``slo-<name>``).
+SLO_CHART_PREFIX = "slo-"
+#: The charts that take longest to draw, longest first: the per-pool small multiples (one axis per pool) and the
+#: operating curves (two axes per pool). Drawing them first keeps a long one from being left to the end while the
+#: other processes wait (:func:`drawing_rank`).
+LONGEST_CHARTS = ("qps-forecast", OPERATING_CURVE, "latency-utilisation", "backtest-error", "gpus-by-month")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,23 @@ class ReportInputs:
     @property
     def pools(self) -> tuple[PoolPlan, ...]:
         return self.fleet.pools
+
+    @property
+    def evidence(self) -> EvidenceInputs:
+        """What the evidence charts are drawn from (:func:`draw_evidence_charts`)."""
+        return EvidenceInputs(self.cfg, self.daily, tuple(p.measured for p in self.pools), self.slos, self.drift)
+
+
+@dataclass(frozen=True)
+class EvidenceInputs:
+    """What the report's evidence charts need (the daily peak-to-average, the token lengths, the SLO burn-downs):
+    the stages' results up to measure, SLO and drift, known before the forecast, so the charts can be drawn beside it."""
+
+    cfg: CapplanConfig
+    daily: pd.DataFrame                  # day, peak_qps, avg_qps (all models)
+    measured: tuple[MeasuredInputs, ...]  # every pool's, in the order of the pools
+    slos: list[SloEvidence]
+    drift: DriftEvidence
 
 
 def headline(inputs: ReportInputs) -> pd.DataFrame:
@@ -131,12 +155,44 @@ def draw_charts(inputs: ReportInputs, keys: Sequence[str] | None = None) -> list
     """Every chart of the report (only those of ``keys`` when given, in the report's order), each with a caption
     saying how to read it; per pool as small multiples. The operating curves (:data:`OPERATING_CURVE`) are among
     them: :func:`build_report` puts them under the pools table."""
-    return [Chart(key, title, caption, draw()) for key, title, caption, draw in _chart_plan(inputs)
-            if keys is None or key in keys]
+    return _drawn(_chart_plan(inputs), keys)
+
+
+def drawing_rank(key: str) -> int:
+    """Sort key of a chart's drawing order: :data:`LONGEST_CHARTS` first in their order, then the others (a stable
+    sort keeps those in the report's order)."""
+    return LONGEST_CHARTS.index(key) if key in LONGEST_CHARTS else len(LONGEST_CHARTS)
+
+
+def evidence_chart_keys(evidence: EvidenceInputs) -> list[str]:
+    """The keys of the evidence charts (:class:`EvidenceInputs`), in the report's order."""
+    return [key for key, *_ in _evidence_chart_plan(evidence)]
+
+
+def draw_evidence_charts(evidence: EvidenceInputs, keys: Sequence[str] | None = None) -> list[Chart]:
+    """The evidence charts as :func:`draw_charts` draws them (the same PNG bytes and captions), from what is known
+    before the forecast; only those of ``keys`` when given."""
+    return _drawn(_evidence_chart_plan(evidence), keys)
+
+
+def _drawn(planned: list[tuple[str, str, str, Callable[[], bytes]]], keys: Sequence[str] | None) -> list[Chart]:
+    """The charts of ``planned`` (a chart plan, :func:`_chart_plan`'s entries) drawn, only those of ``keys`` when given."""
+    return [Chart(key, title, caption, draw()) for key, title, caption, draw in planned if keys is None or key in keys]
 
 
 def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], bytes]]]:
-    """``(key, title, caption, draw)`` of every chart of the report; ``draw()`` returns its PNG."""
+    """``(key, title, caption, draw)`` of every chart of the report, in its order: the QPS forecast, the traffic
+    evidence (peak-to-average, token lengths), the fleet, cost, latency and backtest charts, the operating curves,
+    the SLO burn-downs; ``draw()`` returns its PNG."""
+    evidence = _evidence_chart_plan(inputs.evidence)
+    traffic = [entry for entry in evidence if not entry[0].startswith(SLO_CHART_PREFIX)]
+    burn_downs = [entry for entry in evidence if entry[0].startswith(SLO_CHART_PREFIX)]
+    plan = _plan_chart_plan(inputs)
+    return plan[:1] + traffic + plan[1:] + burn_downs
+
+
+def _plan_chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], bytes]]]:
+    """:func:`_chart_plan`'s charts of the forecast and the sized fleet, in the report's order."""
     plans = inputs.pools
 
     def recent(p: PoolPlan) -> pd.Series:
@@ -147,13 +203,6 @@ def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], 
     bursts = ", ".join(f"{p.name} {p.measured.burst_ratio:.2f} ({p.measured.sources.get('burst_ratio', 'measured')})"
                        for p in plans)
     shown = _shown_span(recent(plans[0]))  # the caption says what exists, not HISTORY_DAYS_SHOWN
-    drift = inputs.cfg.drift
-    token_caption = (f"Share of requests by input and output length, baseline ({drift.baseline_days} days) "
-                     f"against the latest {drift.window_days} days.")
-    if "baseline" not in set(inputs.drift.token_hist.get("window", ())):  # too little history for a baseline
-        token_caption = (f"Share of requests by input and output length in the latest {drift.window_days} days "
-                         f"only: no baseline to compare with (the drift test needs {drift.baseline_days + drift.window_days}"
-                         f" days of history).")
     out = [
         ("qps-forecast", "Hourly QPS and forecast, per pool",
          f"Mean QPS per hour of each pool, {shown} and its own forecast to the end of "
@@ -161,11 +210,6 @@ def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], 
          f"its peak-to-mean ratio of requests in flight ({bursts}).",
          lambda: _per_pool(lambda ax, r, fc: charts.plot_qps_forecast(ax, r, fc, levels=_levels(fc)), plans,
                            lambda p: (recent(p), p.forecast))),
-        ("peak-to-average", "Daily peak-to-average",
-         "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
-         "the mean." + _step_peak_caption(plans), lambda: charts.chart_png(charts.plot_peak_to_average, inputs.daily)),
-        ("token-distributions", "Token lengths and their drift", token_caption,
-         lambda: charts.chart_png(_draw_tokens, inputs.drift.token_hist, n_axes=2)),
         ("fleet-gpus-by-month", "Fleet GPUs by month",
          "GPUs at P50 per month, stacked by pool; whisker: the fleet's P90 (the sum of the pools' P90s, an "
          "upper band: the pools' peaks need not coincide).",
@@ -191,9 +235,28 @@ def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], 
                                                                          p.forecast.attrs.get("model", "")))),
     ]
     curves = _operating_curve_plan(plans)  # not among the report's charts: shown under the pools table
-    out += [curves] if curves is not None else []
-    for ev in inputs.slos:
-        key = "slo-" + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
+    return out + ([curves] if curves is not None else [])
+
+
+def _evidence_chart_plan(evidence: EvidenceInputs) -> list[tuple[str, str, str, Callable[[], bytes]]]:
+    """:func:`_chart_plan`'s charts of the measured traffic and the SLOs, in the report's order."""
+    drift = evidence.cfg.drift
+    token_caption = (f"Share of requests by input and output length, baseline ({drift.baseline_days} days) "
+                     f"against the latest {drift.window_days} days.")
+    if "baseline" not in set(evidence.drift.token_hist.get("window", ())):  # too little history for a baseline
+        token_caption = (f"Share of requests by input and output length in the latest {drift.window_days} days "
+                         f"only: no baseline to compare with (the drift test needs {drift.baseline_days + drift.window_days}"
+                         f" days of history).")
+    out = [
+        ("peak-to-average", "Daily peak-to-average",
+         "Busiest second of each day over the day's mean QPS, all models: how much capacity bursts need above "
+         "the mean." + _step_peak_caption(evidence.measured),
+         lambda: charts.chart_png(charts.plot_peak_to_average, evidence.daily)),
+        ("token-distributions", "Token lengths and their drift", token_caption,
+         lambda: charts.chart_png(_draw_tokens, evidence.drift.token_hist, n_axes=2)),
+    ]
+    for ev in evidence.slos:
+        key = SLO_CHART_PREFIX + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
         out.append((key, f"Error budget: {ev.status.name}",
                     f"Error budget left over the rolling {ev.status.window_days}-day window "
                     f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes"
@@ -204,9 +267,9 @@ def _chart_plan(inputs: ReportInputs) -> list[tuple[str, str, str, Callable[[], 
     return out
 
 
-def _step_peak_caption(plans) -> str:
+def _step_peak_caption(measured: Sequence[MeasuredInputs]) -> str:
     """What the daily peak means where metrics fed hours: the busiest step's mean rate, not a measured second."""
-    steps = sorted({p.measured.metrics_step_s for p in plans if p.measured.metrics_step_s})
+    steps = sorted({m.metrics_step_s for m in measured if m.metrics_step_s})
     if not steps:
         return ""
     return (f" In hours fed by metrics the busiest second is the busiest {', '.join(f'{s} s' for s in steps)} step's "

@@ -276,6 +276,29 @@ def test_the_failure_raised_is_the_first_in_the_order_of_the_jobs_wherever_and_w
     assert done.stdout.strip() == "['job 1', 'job 1', 'job 1']"
 
 
+def test_jobs_not_run_here_all_go_to_the_workers_in_order_and_without_workers_run_here():
+    """``in_workers(..., here=False)``: a stage beside the flow's thread (the evidence charts) hands every job to the
+    workers, even a single one; the first failing job's error in the order of the jobs is raised here."""
+    script = textwrap.dedent("""
+        import os
+        from capplan.runtime import in_workers, worker_processes
+        alone = in_workers(os.getpid, {k: () for k in "ab"}, here=False)
+        with worker_processes(2):
+            pids = in_workers(os.getpid, {k: () for k in "abcd"}, here=False)
+            one = in_workers(os.getpid, {"a": ()}, here=False)
+            squares = in_workers(pow, {k: (k, 2) for k in (3, 1, 2)}, here=False)
+            try:
+                in_workers(int, {"a": ("1",), "b": ("not a number",), "c": ("neither",)}, here=False)
+            except ValueError as exc:
+                failed = "'not a number'" in str(exc)
+        print(set(alone.values()) == {os.getpid()}, os.getpid() not in pids.values(), list(pids) == list("abcd"),
+              one["a"] != os.getpid(), list(squares.items()) == [(3, 9), (1, 1), (2, 4)], failed)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True"] * 6
+
+
 def test_one_job_runs_in_a_worker_and_without_workers_here():
     """``in_worker``: the SLO and drift stages' one job each, in a worker process (a failure raised here)."""
     script = textwrap.dedent("""

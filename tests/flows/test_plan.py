@@ -203,8 +203,9 @@ def test_rerun_through_the_cli_adds_no_rows_and_rewrites_the_same_plan(planned_r
 
 def test_the_command_in_its_own_process_forecasts_and_draws_in_workers_and_writes_the_same_plan(
         planned_report, write_plan_config, plan_logs, tmp_path):
-    # `capplan plan` as a user runs it: its own temporary server, the pools' forecasts and the charts in forked
-    # worker processes (capplan.runtime.worker_processes); the harness's run above computed them here, one by one
+    # `capplan plan` as a user runs it: its own temporary server, the pools' forecasts and the charts (the evidence
+    # charts beside the forecast) in forked worker processes (capplan.runtime.worker_processes); the harness's run
+    # above computed them here, one by one
     folder, _cfg = planned_report
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), PREFECT_SERVER_ANALYTICS_ENABLED="false",
@@ -212,20 +213,52 @@ def test_the_command_in_its_own_process_forecasts_and_draws_in_workers_and_write
     script = ("import sys, threading, capplan.runtime as r\n"
               "from capplan.cli import main\n"
               "forked = []\n"
-              "def watch(job, args, _in=r.in_workers):\n"
+              "def watch(job, args, _in=r.in_workers, **how):\n"
               "    forked.append(bool(r._workers))\n"
-              "    return _in(job, args)\n"
+              "    return _in(job, args, **how)\n"
               "import capplan.flows.tasks as t; t.in_workers = watch\n"
               "sys.argv = ['capplan', 'plan', '--config', sys.argv[1], '--json']\n"
               "try:\n    main()\nfinally:\n    print('FORKED', forked, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", script, str(write_plan_config(tmp_path, plan_logs))], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=500)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "FORKED [True, True]" in done.stderr  # the forecast and the charts ran in the workers
+    assert "FORKED [True, True, True]" in done.stderr  # the forecast, the evidence charts and the charts in workers
     ours = Path(json.loads(done.stdout)["report_dir"])
     for name in ("plan.json", "budget.csv", "forecast.csv"):
         assert (ours / name).read_bytes() == (folder / name).read_bytes(), name
     assert sorted(p.name for p in (ours / "charts").iterdir()) == sorted(p.name for p in (folder / "charts").iterdir())
+    for png in (folder / "charts").iterdir():  # drawn in other processes, in another order: the same pictures
+        assert (ours / "charts" / png.name).read_bytes() == png.read_bytes(), png.name
+
+
+def test_the_charts_stage_draws_what_the_evidence_charts_left_and_returns_every_chart_in_the_reports_order(
+        planned_report):
+    """The evidence charts (peak-to-average, token lengths, SLO burn-downs), drawn beside the forecast from what the
+    stages before it made, are the charts ``draw_charts`` draws from the whole plan, byte for byte; the charts stage
+    keeps them (not drawn again), draws the rest and returns all in the report's order (the serial path's)."""
+    from capplan.plan.assumptions import assumptions_table
+    from capplan.plan.calendar import plan_months
+    from capplan.reports import assemble
+
+    _folder, cfg = planned_report
+    _hourly, daily, pools, by_pool = tasks.profile_traffic.fn(cfg)
+    measured = tasks.measure_request_mix.fn(cfg, pools, by_pool)
+    months = plan_months(max(m.last_ts_utc for m in measured.values()), cfg.forecast.horizon_months, None)
+    demands = tasks.forecast_qps.fn(by_pool, months, cfg, measured)
+    plans = tasks.size_pools.fn(cfg, pools, demands, months, measured, tasks.read_load_tests.fn(cfg, pools))
+    slos, drift = tasks.check_slos.fn(cfg), tasks.find_drift.fn(cfg)
+    inputs = assemble.ReportInputs(cfg=cfg, months=months, hourly=_hourly, daily=daily, by_pool=by_pool,
+                                   fleet=tasks.cost_fleet.fn(plans, cfg), assumptions=assumptions_table(cfg, {}, {}),
+                                   slos=slos, drift=drift, generated_at_utc="2026-12-01 06:00")
+    evidence = tasks.draw_evidence_charts.fn(cfg, daily, measured, slos, drift)
+    assert [c.key for c in evidence][:2] == ["peak-to-average", "token-distributions"]
+    assert len(evidence) == 2 + len(slos) and all(c.key.startswith("slo-") for c in evidence[2:])
+    charts = tasks.draw_charts.fn(inputs, evidence)
+    serial = assemble.draw_charts(inputs)
+    assert [c.key for c in charts] == [c.key for c in serial] == assemble.chart_keys(inputs)
+    assert [(c.title, c.caption, c.png) for c in charts] == [(c.title, c.caption, c.png) for c in serial]
+    kept = {c.key: c for c in evidence}
+    assert all(c is kept[c.key] for c in charts if c.key in kept)  # kept as drawn beside the forecast, not redrawn
 
 
 def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_plan_config, tmp_path):
