@@ -13,14 +13,8 @@ Pure numpy: arrays in, arrays out; :mod:`capplan.profile.refresh` runs the query
 
 from __future__ import annotations
 
-import functools
-import math
-import threading
-
 import numpy as np
 import pyarrow as arrow
-
-from capplan.profile.bins import HISTOGRAM_GAMMA
 
 US_PER_S = 1_000_000
 US_PER_HOUR = 3_600_000_000
@@ -32,10 +26,6 @@ METRICS = ("input_tokens", "output_tokens", "ttft_ms", "latency_ms")
 ALL_MODELS = "__all__"
 """The reserved model name of the rows of all models together."""
 _TIMES = ("ttft_ms", "latency_ms")
-_TOKENS = ("input_tokens", "output_tokens")
-TIME_LIMIT_MS = float(1 << 63)
-"""Times at or above this (or not finite) are counted by numpy, not compiled: the compiled bins cover
-``[1, 2^63)`` (:func:`capplan.profile.kernels.time_bin_tables`). [ms]"""
 
 TRAFFIC_SCHEMA = arrow.schema([
     ("hour_utc", arrow.timestamp("us")), ("model", arrow.string()), ("requests", arrow.int64()), ("errors", arrow.int64()),
@@ -96,53 +86,6 @@ def log_bins(values: np.ndarray, inv_ln_gamma: float) -> np.ndarray:
     return x.astype(np.int64)
 
 
-@functools.cache
-def _time_bin_tables(inv_ln_gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`kernels.time_bin_tables` of :func:`log_bins`, built once per process (≈ 2 ms)."""
-    return _kernels().time_bin_tables(log_bins, inv_ln_gamma, TIME_LIMIT_MS)
-
-
-def _kernels():
-    """:mod:`capplan.profile.kernels`, imported on first use (numba: ≈ 0.2 s), by :func:`load_kernels` ahead
-    of a refresh's first window or by the first count."""
-    from capplan.profile import kernels
-
-    return kernels
-
-
-def _frozen(values: np.ndarray, dtype: type) -> np.ndarray:
-    """``values`` as a read-only array of ``dtype`` (a copy only if the type differs): every input of a
-    kernel reaches it as the same numba type, so each kernel is compiled, cached and loaded once."""
-    view = np.asarray(values, dtype).view()
-    view.flags.writeable = False
-    return view
-
-
-def load_kernels() -> None:
-    """Import numba and load (or compile, the first time) every kernel a dense window uses, by counting a
-    one-row window: the same calls as a refresh, so the same types. Numba's start is ≈ 0.5 s of one core
-    (docs/profile.md): :func:`load_kernels_in_background` overlaps it with a refresh's first statements."""
-    rollup = WindowRollup(0, 1, ["m"], 1 / math.log(HISTOGRAM_GAMMA), in_flight=True)
-    rollup.add(arrow.record_batch({
-        "ts_us": arrow.array([0], arrow.int64()), "model_index": arrow.array([0], arrow.int32()),
-        "status_class": arrow.array([0], arrow.uint8()), "input_tokens": arrow.array([1], arrow.int32()),
-        "output_tokens": arrow.array([1], arrow.int32()), "ttft_ms": arrow.array([1.0]),
-        "latency_ms": arrow.array([1.0])}))
-    rollup.concurrency(ALL_MODELS)
-
-
-_loading = threading.Lock()
-_loader: list[threading.Thread] = []
-
-
-def load_kernels_in_background() -> None:
-    """Start :func:`load_kernels` on a thread, once per process (a later count waits for it: numba's own lock)."""
-    with _loading:
-        if not _loader:
-            _loader.append(threading.Thread(target=load_kernels, name="capplan-load-kernels", daemon=True))
-            _loader[0].start()
-
-
 class _TokenBins:
     """``log_bins`` of integer token counts by table lookup: an index is cheaper than a logarithm.
 
@@ -160,15 +103,11 @@ class _TokenBins:
         top = int(tokens.max(initial=0))
         if top >= self.LIMIT or tokens.min(initial=0) < 0:
             return log_bins(tokens, self.inv_ln_gamma)
-        return self.table_to(top).take(tokens)  # int16: widened where it is added to a key
-
-    def table_to(self, top: int) -> np.ndarray:
-        """The table, grown to hold ``0 .. top`` tokens (``top < LIMIT``)."""
         if top >= len(self.table):
             size = max(top + 1, 2 * len(self.table))
             # int16, as the bin column of fct_histogram_hourly: a smaller table stays in cache
             self.table = log_bins(np.arange(size, dtype=np.float64), self.inv_ln_gamma).astype(np.int16)
-        return self.table
+        return self.table.take(tokens)  # int16: widened where it is added to a key
 
 
 def peak_in_flight_by_model(
@@ -206,14 +145,97 @@ def peak_in_flight_by_model(
     * only seconds whose upper bound beats their hour's lower bound are counted exactly, arrival by
       arrival, against the events of that second alone.
 
-    So the sweep is two compiled passes over the spans (:func:`kernels.sweep_dense`: arrivals and
-    completions per (model, second), then the candidate seconds' events) and a cumulative sum over the
-    seconds, with no sort of the spans: O(n + seconds · models), the few candidate seconds aside. The
-    per-second arrays are laid out one row per model (model-major), so the cumulative sum over seconds
-    and each hour's maximum run along contiguous memory.
+    So the sweep is a few ``bincount`` passes over the spans and a cumulative sum over the seconds,
+    with no sort of the spans: O(n + seconds · models), the few candidate seconds aside. The
+    per-second arrays are laid out one row per model (model-major), so the sums over models, the
+    cumulative sum over seconds and each hour's maximum run along contiguous memory.
     """
-    return _kernels().sweep_dense(_frozen(model, np.int64), _frozen(start_us, np.int64), _frozen(end_us, np.int64),
-                                  n_models, first_hour_epoch * S_PER_HOUR, n_hours)
+    model = np.asarray(model, dtype=np.int64)
+    start_us, end_us = np.asarray(start_us, dtype=np.int64), np.asarray(end_us, dtype=np.int64)
+    columns, seconds = n_models + 1, n_hours * S_PER_HOUR
+    base_s = first_hour_epoch * S_PER_HOUR
+    # bucket 0: before the first hour; 1 + k: second k of the window; seconds + 1: after it
+    start_bucket = _bucket(start_us, base_s, seconds)
+    end_bucket = _bucket(end_us, base_s, seconds)
+    arrivals = _per_model_and_bucket(start_bucket, model, seconds + 2, n_models)  # (columns, buckets)
+    carried = arrivals - _per_model_and_bucket(end_bucket, model, seconds + 2, n_models)
+    np.cumsum(carried, axis=1, out=carried)  # carried[:, k]: in flight just before second k
+    hour_start = carried[:, 0:seconds:S_PER_HOUR] - _at_hour_starts(end_us, end_bucket, model, n_hours, n_models)
+    peaks = carried[:, 1:seconds + 1].reshape(columns, n_hours, S_PER_HOUR).max(axis=2)  # at each second's end
+    np.maximum(peaks, hour_start, out=peaks)
+    arriving = arrivals[:, 1:seconds + 1]
+    upper = carried[:, :seconds] + arriving
+    candidate = upper.reshape(columns, n_hours, S_PER_HOUR) > peaks[:, :, None]
+    candidate = candidate.reshape(columns, seconds) & (arriving > 0)
+    if candidate.any():
+        _exact_candidates(peaks, candidate, carried, model, start_us, end_us, start_bucket, end_bucket, base_s,
+                          n_models)
+    return np.ascontiguousarray(peaks.T)
+
+
+def _bucket(times_us: np.ndarray, base_s: int, seconds: int) -> np.ndarray:
+    """Bucket of each time: 0 before second ``base_s``, 1 + k in its second k, ``seconds + 1`` after."""
+    bucket = times_us // US_PER_S
+    bucket -= base_s - 1
+    return np.clip(bucket, 0, seconds + 1, out=bucket)
+
+
+def _per_model_and_bucket(bucket: np.ndarray, model: np.ndarray, n_buckets: int, n_models: int) -> np.ndarray:
+    """Counts per (model, bucket), shape ``(n_models + 1, n_buckets)``, all models the last row."""
+    counts = np.empty((n_models + 1, n_buckets), np.int64)
+    counts[:n_models] = np.bincount(model * n_buckets + bucket, minlength=n_models * n_buckets).reshape(
+        n_models, n_buckets)
+    np.sum(counts[:n_models], axis=0, out=counts[n_models])
+    return counts
+
+
+def _at_hour_starts(end_us: np.ndarray, end_bucket: np.ndarray, model: np.ndarray, n_hours: int,
+                    n_models: int) -> np.ndarray:
+    """Completions exactly at each hour start, per model and of all, shape ``(n_models + 1, n_hours)``
+    (they are not in flight then).
+
+    Found from the completions' buckets (:func:`_bucket`): only those in the first second of an hour
+    are looked at: one lookup per span instead of a division, a product and a comparison.
+    """
+    seconds = n_hours * S_PER_HOUR
+    first_second = np.zeros(seconds + 2, bool)
+    first_second[1:seconds + 1:S_PER_HOUR] = True  # bucket 1 + k of second k = h · 3600 of the window
+    on = np.flatnonzero(first_second[end_bucket])
+    on = on[end_us[on] % US_PER_S == 0]  # at the hour start itself, not later in its first second
+    return _per_model_and_bucket((end_bucket[on] - 1) // S_PER_HOUR, model[on], n_hours, n_models)
+
+
+def _exact_candidates(peaks: np.ndarray, candidate: np.ndarray, carried: np.ndarray, model: np.ndarray,
+                      start_us: np.ndarray, end_us: np.ndarray, start_bucket: np.ndarray, end_bucket: np.ndarray,
+                      base_s: int, n_models: int) -> None:
+    """Raise ``peaks`` (column, hour) to the exact count just after each arrival in a candidate (column, second).
+
+    Events are coded ``group · 10^6 + µs within the second`` (group = column · seconds + second), so
+    one sort and two binary searches rank every candidate arrival among its second's arrivals and
+    completions: count = C(k) + #(arrivals ≤ t) − #(completions ≤ t).
+    """
+    seconds = candidate.shape[1]
+    flat = candidate.ravel()  # index: column * seconds + second
+    any_column = np.concatenate([[False], candidate.any(axis=0), [False]])  # by bucket
+    codes = {}
+    for name, bucket, times in (("arrivals", start_bucket, start_us), ("completions", end_bucket, end_us)):
+        near = any_column[bucket]  # events in a candidate second: few, so the rest works on them alone
+        second, times, own = bucket[near] - 1, times[near], model[near]
+        offset = times - (second + base_s) * US_PER_S  # µs within the second
+        parts = []
+        for column in (own, np.full(len(own), n_models)):  # each model, then all models
+            group = column * seconds + second
+            keep = flat[group]
+            parts.append(group[keep] * US_PER_S + offset[keep])
+        codes[name] = np.sort(np.concatenate(parts))
+    arrivals, completions = codes["arrivals"], codes["completions"]
+    group = arrivals // US_PER_S
+    first = group * US_PER_S
+    count = (np.searchsorted(arrivals, arrivals, "right") - np.searchsorted(arrivals, first, "left")
+             - np.searchsorted(completions, arrivals, "right") + np.searchsorted(completions, first, "left"))
+    column, second = group // seconds, group % seconds
+    count += carried[column, second]
+    np.maximum.at(peaks, (column, second // S_PER_HOUR), count)
 
 
 def peak_in_flight_sparse(
@@ -394,8 +416,6 @@ class WindowRollup:
         model = batch.column("model_index").to_numpy().astype(np.int64)
         if self.in_flight:
             self._keep_spans(ts_us, model, batch.column("latency_ms").to_numpy(zero_copy_only=False))
-        if self.dense and self._count_compiled(batch, ts_us, model):  # the lookback rows are skipped there
-            return
         arriving = ts_us >= self.arrivals_from_us
         if not arriving.all():  # the lookback rows only feed the sweep
             batch, ts_us, model = batch.filter(arrow.array(arriving)), ts_us[arriving], model[arriving]
@@ -426,41 +446,6 @@ class WindowRollup:
                 k = key
             self._time_sums_ms[:, i] += np.bincount(k, weights=ms, minlength=keys)  # counts: the histogram's
             self._add_bins(name, k, log_bins(ms, self.inv_ln_gamma))
-
-    def _count_compiled(self, batch: arrow.RecordBatch, ts_us: np.ndarray, model: np.ndarray) -> bool:
-        """Count a dense batch in one compiled pass (:func:`kernels.count_dense`); ``False`` (nothing
-        counted) for tokens outside the lookup table or times of 2^63 ms or more: the numpy passes count those."""
-        columns = {name: batch.column(name).to_numpy(zero_copy_only=False) for name in (*_TOKENS, *_TIMES)}
-        top = {}
-        for name in _TOKENS:
-            values = columns[name]
-            top[name] = int(values.max(initial=0))
-            if top[name] >= _TokenBins.LIMIT or values.min(initial=0) < 0:
-                return False
-        for name in _TIMES:
-            top[name] = float(np.fmax.reduce(columns[name], initial=0.0))  # fmax: NaN (not logged) left out
-            if not top[name] < TIME_LIMIT_MS:
-                return False
-        table = self._token_bins.table_to(max(top[name] for name in _TOKENS))
-        for name in _TOKENS:
-            self._grow_bins(name, int(table[top[name]]))
-        for name in _TIMES:
-            self._grow_bins(name, int(log_bins(np.array([top[name]]), self.inv_ln_gamma)[0]))
-        cell_bin, first = _time_bin_tables(self.inv_ln_gamma)
-        _kernels().count_dense(_frozen(ts_us, np.int64), _frozen(model, np.int64),
-                            _frozen(batch.column("status_class").to_numpy(), np.uint8),
-                            *(_frozen(columns[name], np.int32) for name in _TOKENS),  # < LIMIT: fit int32
-                            *(_frozen(columns[name], np.float64) for name in _TIMES),
-                            self.arrivals_from_us, self.first_hour * S_PER_HOUR, len(self.models), table, cell_bin,
-                            first, self._per_second, self._status, self._tokens, self._time_sums_ms,
-                            *(self._bins[name] for name in METRICS))
-        return True
-
-    def _grow_bins(self, metric: str, top_bin: int) -> None:
-        """Widen ``metric``'s bin columns to hold ``top_bin`` (columns: bin + 1)."""
-        acc = self._bins[metric]
-        if top_bin + 2 > acc.shape[1]:
-            self._bins[metric] = np.pad(acc, ((0, 0), (0, top_bin + 2 - acc.shape[1])))
 
     def _add_bins(self, metric: str, key: np.ndarray, bins: np.ndarray) -> None:
         if not len(bins):

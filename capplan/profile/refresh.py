@@ -44,7 +44,6 @@ from capplan.profile.counting import (
     TRAFFIC_SCHEMA,
     WindowRollup,
     code_columns,
-    load_kernels_in_background,
     plan_windows,
 )
 from capplan.profile.exposure import EPOCH, epoch_us
@@ -386,7 +385,6 @@ def refresh_rollups(
         Number of hours recomputed. [hours]
     """
     require_requests(con)
-    load_kernels_in_background()  # numba's start (≈ 0.5 s of a core) beside DuckDB's first statements
     with memory_capped(con, memory_limit_mib):
         ensure_tables(con)  # under the cap: migrating an old histogram table groups all its rows
         if not transaction:
