@@ -63,15 +63,17 @@ _MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_
 _HOUR = timedelta(hours=1)
 _SOURCE_VIEW = "profile_source"
 
-ROLLUP_WINDOW_HOURS = 24
-"""Longest window rolled up per scan: bounds the per-second and histogram arrays. [hours]"""
+ROLLUP_WINDOW_HOURS = 25
+"""Longest window rolled up per scan: bounds the per-second and histogram arrays. A day and the hour
+after it: a day's file ingested dirties its 24 hours and the hour its last requests are still in flight
+(latencies below an hour), and its refresh is then one scan, not two. [hours]"""
 ROLLUP_WINDOW_ROWS = 500_000
 """Row budget of one window: bounds the rows, spans and sweep arrays held at once, so the roll-up's
 memory stays flat as the rows per day grow (an hour with more rows is a window of its own). [rows]"""
 ROLLUP_WINDOW_CELLS = 1 << 20
 """Budget of seconds × (models + 1) of a window counted densely (``WindowRollup(dense=True)``): bounds
 its per-second arrays of the busiest second and the in-flight sweep (8 MiB each). 3 models keep
-24-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
+25-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
 than 71 models) windows of up to ``ROLLUP_WINDOW_HOURS`` are counted sparsely, by sorting, in memory
 and time that grow with the rows, not with the models. [cells]"""
 DENSE_MIN_HOURS = 4
@@ -437,12 +439,14 @@ def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, da
     on ``con``, so it sees the caller's uncommitted rows.
     """
     _use_source(con, "requests")
-    lookback_us = math.ceil(con.execute(sql.load("int_profile_longest_latency")).fetchall()[0][0] * 1000)
     buffer = _InsertBuffer(con)
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending: list[Future] = []
         for start_utc, end_utc in runs:
             _delete_hours(con, start_utc, end_utc)
+            # the requests still in flight at the run's start: read back over their files' longest latency
+            lookback_us = math.ceil(con.execute(sql.load("int_profile_lookback"),
+                                                {"start_utc": start_utc}).fetchall()[0][0] * 1000)
             for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
                                    hour_rows_query="int_profile_file_hour_rows"):  # recorded just before
                 pending.append(pool.submit(_window_tables, rollup))
