@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,15 +63,17 @@ _MERGE_SQL = {"fct_traffic_hourly": "int_profile_merge_traffic", "fct_histogram_
 _HOUR = timedelta(hours=1)
 _SOURCE_VIEW = "profile_source"
 
-ROLLUP_WINDOW_HOURS = 24
-"""Longest window rolled up per scan: bounds the per-second and histogram arrays. [hours]"""
+ROLLUP_WINDOW_HOURS = 25
+"""Longest window rolled up per scan: bounds the per-second and histogram arrays. A day and the hour
+after it: a day's file ingested dirties its 24 hours and the hour its last requests are still in flight
+(latencies below an hour), and its refresh is then one scan, not two. [hours]"""
 ROLLUP_WINDOW_ROWS = 500_000
 """Row budget of one window: bounds the rows, spans and sweep arrays held at once, so the roll-up's
 memory stays flat as the rows per day grow (an hour with more rows is a window of its own). [rows]"""
 ROLLUP_WINDOW_CELLS = 1 << 20
 """Budget of seconds × (models + 1) of a window counted densely (``WindowRollup(dense=True)``): bounds
 its per-second arrays of the busiest second and the in-flight sweep (8 MiB each). 3 models keep
-24-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
+25-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
 than 71 models) windows of up to ``ROLLUP_WINDOW_HOURS`` are counted sparsely, by sorting, in memory
 and time that grow with the rows, not with the models. [cells]"""
 DENSE_MIN_HOURS = 4
@@ -212,7 +214,7 @@ def rollup_partition(
         if in_flight:  # the sweep runs on past end_utc while requests are in flight: arrivals must stop there
             lookback_us, sweep_end = _in_flight_reach(con, start_utc, end_utc)
             _use_source(con, source, before_utc=end_utc)
-        for window in _roll_up(con, start_utc, sweep_end, lookback_us=lookback_us, in_flight=in_flight):
+        for window, _ in _roll_up(con, start_utc, sweep_end, lookback_us=lookback_us, in_flight=in_flight):
             tables["fct_traffic_hourly"].append(window.traffic(ALL_MODELS))
             tables["fct_histogram_hourly"].append(window.histogram(ALL_MODELS))
             if in_flight:
@@ -298,8 +300,9 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
 
 
 def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datetime, *, lookback_us: int,
-             in_flight: bool, hour_rows_query: str = "int_profile_hour_rows") -> Iterable[WindowRollup]:
-    """One :class:`~capplan.profile.counting.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``.
+             in_flight: bool, hour_rows_query: str = "int_profile_hour_rows") -> Iterable[tuple[WindowRollup, bool]]:
+    """One :class:`~capplan.profile.counting.WindowRollup` per window of ``profile_source``'s rows in ``[start, end)``,
+    with whether another window follows (``False`` for the last).
 
     Windows are contiguous (:func:`_windows`, sized from the rows per hour of ``hour_rows_query``).
     Each is one streamed scan (``sql/int_profile_rows.sql``); a table stored in arrival order skips
@@ -316,7 +319,8 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
                                             "model_index": arrow.array(np.arange(len(models)), arrow.int32())}))
     try:
         carried = None
-        for start, end in _windows(con, start_utc, end_utc, len(models), hour_rows_query):
+        windows = _windows(con, start_utc, end_utc, len(models), hour_rows_query)
+        for i, (start, end) in enumerate(windows):
             first_hour = _hour_epoch(start)
             n_hours = _ceil_hour_epoch(end) - first_hour
             rollup = WindowRollup(first_hour, n_hours, models, inv_ln_gamma, in_flight=in_flight,
@@ -328,7 +332,7 @@ def _roll_up(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
                 rollup.add(batch)
             if in_flight:
                 carried = rollup.open_spans(epoch_us(end))
-            yield rollup
+            yield rollup, i + 1 < len(windows)
     finally:
         con.unregister(_MODELS_VIEW)
 
@@ -433,29 +437,42 @@ def _recompute(con: duckdb.DuckDBPyConnection, runs: Sequence[tuple[datetime, da
     """Replace the rollup rows of each run of hours by a fresh roll-up of ``requests``.
 
     A window's tables (the in-flight sweep above all) are built on a second thread while this one
-    scans and counts the next window: DuckDB and numpy's array loops release the GIL. The scan stays
-    on ``con``, so it sees the caller's uncommitted rows.
+    scans and counts the next window: DuckDB and numpy's array loops release the GIL. After a run's
+    last window there is nothing left to scan: its sweep goes to the second thread and this one builds
+    its other tables meanwhile (a one-day refresh is one window: its tables no longer wait one after
+    another). The scan stays on ``con``, so it sees the caller's uncommitted rows.
     """
     _use_source(con, "requests")
-    lookback_us = math.ceil(con.execute(sql.load("int_profile_longest_latency")).fetchall()[0][0] * 1000)
     buffer = _InsertBuffer(con)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending: list[Future] = []
+        pending: list[Callable[[], dict[str, arrow.Table]]] = []  # each window's tables, in order
         for start_utc, end_utc in runs:
             _delete_hours(con, start_utc, end_utc)
-            for rollup in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
-                                   hour_rows_query="int_profile_file_hour_rows"):  # recorded just before
-                pending.append(pool.submit(_window_tables, rollup))
+            # the requests still in flight at the run's start: read back over their files' longest latency
+            lookback_us = math.ceil(con.execute(sql.load("int_profile_lookback"),
+                                                {"start_utc": start_utc}).fetchall()[0][0] * 1000)
+            for rollup, more in _roll_up(con, start_utc, end_utc, lookback_us=lookback_us, in_flight=True,
+                                         hour_rows_query="int_profile_file_hour_rows"):  # recorded just before
+                pending.append(pool.submit(_window_tables, rollup).result if more else _split_tables(pool, rollup))
                 if len(pending) > 1:  # at most two windows in memory
-                    buffer.add(pending.pop(0).result())
+                    buffer.add(pending.pop(0)())
         for done in pending:
-            buffer.add(done.result())
+            buffer.add(done())
     buffer.flush()
 
 
 def _window_tables(rollup: WindowRollup) -> dict[str, arrow.Table]:
     return {"fct_traffic_hourly": rollup.traffic(ALL_MODELS), "fct_histogram_hourly": rollup.histogram_bins(ALL_MODELS),
             "fct_concurrency_hourly": rollup.concurrency(ALL_MODELS)}
+
+
+def _split_tables(pool: ThreadPoolExecutor, rollup: WindowRollup) -> Callable[[], dict[str, arrow.Table]]:
+    """A window's tables built on two threads at once: the in-flight sweep on ``pool``, the others on this one.
+    They share no state: the sweep reads the spans only (joined by ``open_spans`` before the window is yielded),
+    the other tables the counts."""
+    sweep = pool.submit(rollup.concurrency, ALL_MODELS)
+    tables = {"fct_traffic_hourly": rollup.traffic(ALL_MODELS), "fct_histogram_hourly": rollup.histogram_bins(ALL_MODELS)}
+    return lambda: tables | {"fct_concurrency_hourly": sweep.result()}
 
 
 class _InsertBuffer:

@@ -8,10 +8,11 @@ import duckdb
 import pandas as pd
 import pytest
 
-from capplan import profile
+from capplan import profile, sql
 from capplan.config import IngestConfig, SourceConfig
 from capplan.db import connect
 from capplan.ingest import ensure_tables, ingest_paths
+from capplan.profile.freshness import changed_file_ids
 from capplan.sample import SampleSpec, write_sample
 
 READERS = {
@@ -101,3 +102,29 @@ def test_rollups_of_an_older_definition_are_refused_then_rebuilt(con, load_rows,
     pd.testing.assert_frame_equal(profile.hourly_traffic(con), current)
     assert con.execute("select version from profile_rollup_version").fetchall() == [(profile.ROLLUP_VERSION,)]
     assert profile.refresh_rollups(con) == 0  # and then it is current: nothing to do
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ("select 1", []),  # nothing changed
+    ("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, file_id)"
+     " values ('2026-03-01 13:00:00', 1, 1, 'a', 200, 3)", [3]),  # a new file: the ids above the highest seen
+    ("insert into request_rows (ts_utc, input_tokens, output_tokens, model, status, file_id)"
+     " values ('2026-03-01 13:00:00', 1, 1, 'a', 200, 0)", [0]),  # a new id below the highest seen
+    ("delete from request_rows where file_id = 1 and input_tokens = 100", [1]),  # a file edited
+    ("delete from request_rows where file_id = 1", [1]),  # a file deleted
+    ("delete from request_rows where file_id = 2", [2]),  # the highest file deleted
+    ("update request_rows set file_id = 3 where file_id = 1", [1, 3]),  # re-ingested as a new version, same rows
+    ("update request_rows set file_id = 2 where file_id = 1 and input_tokens = 100", [1, 2]),  # rows moved: same total
+    ("update request_rows set rule = 'x' where file_id = 2", [2]),  # a row quarantined: it leaves `requests`
+])
+def test_changed_files_are_found_without_counting_every_file(con, load_rows, golden, change, expected):
+    """Files 1 (4 rows) and 2 (1 row) rolled up, then one change by hand: the changed files are exactly the
+    ids whose rows in `requests` differ in number from the roll-ups' (the count of every file's rows,
+    sql/int_profile_changed_files.sql), whichever of its paths `changed_file_ids` takes; moving one row from
+    file 1 to file 2 keeps the total (5 rows), so only the fingerprint of hashed ids tells it."""
+    load_rows(con, golden)
+    con.execute(change)
+    assert changed_file_ids(con) == expected
+    assert [r[0] for r in con.execute(sql.load("int_profile_changed_files")).fetchall()] == expected
+    profile.refresh_rollups(con)
+    assert changed_file_ids(con) == []

@@ -358,3 +358,20 @@ def test_an_old_histogram_table_is_migrated_in_place(con, insert_rows, golden):
     assert _bins_in_order(con) == before
     assert profile.refresh_rollups(con) == 0  # the roll-ups are current as they were
     assert _bins_in_order(con) == before
+
+
+def test_incremental_refresh_reads_back_the_requests_in_flight_from_other_files(con, insert_rows, rollup_tables):
+    """A day's refresh reads back only the files still in flight at its first hour (sql/int_profile_lookback.sql),
+    over their longest latency: file 1's 3-hour request from 23:30 is in flight at 01:00, when file 2's only
+    request arrives (01:10, 1 s), so model a's peak in hour 01 is 2 (hand count), as a full rebuild finds."""
+    insert_rows(con, [("2026-03-01 23:30:00", 10, 1, "a", 200, 5.0, 3 * 3_600_000.0, 1),
+                      ("2026-03-01 22:00:00", 10, 1, "b", 200, 5.0, 20.0, 1)])
+    profile.refresh_rollups(con)
+    insert_rows(con, [("2026-03-02 01:10:00", 10, 1, "a", 200, 5.0, 1_000.0, 2)])
+    assert profile.refresh_rollups(con) == 1  # hour 01 only
+    incremental = rollup_tables(con)
+    peaks = incremental["fct_concurrency_hourly"].set_index(["hour_utc", "model"])["concurrency_peak"]
+    assert peaks[(pd.Timestamp("2026-03-02 01:00"), "a")] == 2
+    profile.refresh_rollups(con, full=True)
+    for name, table in rollup_tables(con).items():
+        pd.testing.assert_frame_equal(incremental[name], table, check_exact=True)
