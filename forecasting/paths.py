@@ -26,16 +26,24 @@ How a path is drawn (modelling scale, so log errors for log-modelled series):
    circulant embedding, Davies & Harte 1987) gives each step a normal score.
 4. Each step's score is mapped to the forecast's own quantiles at that step (a
    Gaussian copula): linear in the normal score between ``lo_<L>``, ``mean`` and
-   ``hi_<L>`` of every level, along the outermost segment beyond them. So the
+   ``hi_<L>`` of every level, along the outermost lower segment below them. So the
    paths agree with the calibrated intervals hour by hour (P10/P90 = ``lo_80``/
    ``hi_80``), and the backtests add only how the hours err together.
+5. Above the outermost upper bound (``hi_95``, probability ``p_K = 0.975``) a score of
+   probability ``p = Φ(g)`` is mapped to an exponential tail of the backtest errors:
+   ``hi_95 + s(h)·β·ln((1 − p_K)/(1 − p))``, ``β`` the mean excess of the pooled
+   normalised errors over their 95th percentile (:func:`tail_mean_excess`). A month's
+   busiest hour lives near ``p ≈ 1 − 1/700``, beyond every interval, where bursts make
+   the errors' tail heavier than a Gaussian extension of ``hi_80``→``hi_95`` (which
+   under-covered the month's peak) and lighter than a generalised Pareto tail whose
+   shape is read from a few exceedances (which over-covered): docs/forecasting.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
+from scipy.special import log_ndtr, ndtri
 
 from capplan.forecasting.api import Fit
 from capplan.forecasting.intervals import step_scale
@@ -46,6 +54,9 @@ DEFAULT_PATHS = 2000
 PERIOD_QUANTILES = (10, 50, 90)
 #: Paths drawn per FFT in :func:`_stationary_gaussian` (bounds its memory: ~70 MB at a 3-month hourly horizon). [count]
 _FFT_CHUNK_PATHS = 250
+#: Share of the largest normalised backtest errors whose mean excess over the rest is the scale of the
+#: paths' exponential tail above the outermost upper bound (:func:`tail_mean_excess`). [fraction]
+TAIL_TOP_SHARE = 0.05
 #: Paths mapped to the forecast's quantiles at a time in :func:`sample_paths`: the temporaries of a block
 #: stay in the CPU cache (whole-array temporaries of 2,000 paths x a 3-month hourly horizon took ~4x longer). [count]
 _MAP_CHUNK_PATHS = 100
@@ -139,12 +150,44 @@ def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np
     level = rng.standard_normal((n_paths, 1))
     rest = _stationary_gaussian(rng, n_paths, horizon, acf)
     knots, values = _quantile_knots(result)
+    # above the outermost upper bound: tail_scale(h) per unit of -ln(survival), see step 5 of the module doc
+    tail_scale = step_scale(result.backtest_errors, horizon) * tail_mean_excess(result.backtest_errors)
     out = np.empty((n_paths, horizon))
     for start in range(0, n_paths, _MAP_CHUNK_PATHS):  # element-wise, so block by block gives the same values
         rows = slice(start, start + _MAP_CHUNK_PATHS)
         scores = np.sqrt(persistent) * level[rows] + np.sqrt(1 - persistent) * rest[rows]
-        out[rows] = result.to_y(_interpolate(scores, knots, values))
+        z = _interpolate(scores, knots, values)
+        if len(knots) > 1:
+            beyond = np.nonzero(scores > knots[-1])
+            # ln((1 − p_K) / (1 − p)), p = Φ(score): the exponential quantile's excess over p_K's
+            survival = log_ndtr(-knots[-1]) - log_ndtr(-scores[beyond])
+            z[beyond] = values[beyond[1], -1] + tail_scale[beyond[1]] * survival
+        out[rows] = result.to_y(z)
     return out
+
+
+def tail_mean_excess(errors: np.ndarray) -> float:
+    """``β``: mean excess of the pooled normalised backtest errors over their own upper threshold.
+
+    Parameters
+    ----------
+    errors : numpy.ndarray
+        Signed backtest errors, shape ``(windows, backtest_horizon)``. [modelling scale]
+
+    Returns
+    -------
+    float
+        ``mean(u − t | u > t)`` for ``u = e / s(h)`` pooled over windows and steps and ``t`` their
+        ``1 −`` :data:`TAIL_TOP_SHARE` quantile: the maximum-likelihood scale of an exponential tail
+        (a generalised Pareto with shape 0) above ``t``; 0 with fewer than two errors. [unit of s(h)]
+    """
+    u = _normalised(errors).ravel()
+    u = u[np.isfinite(u)]
+    if len(u) < 2:
+        return 0.0
+    threshold = np.quantile(u, 1 - TAIL_TOP_SHARE)
+    above = u[u > threshold]
+    return float(np.mean(above - threshold)) if len(above) else 0.0
 
 
 def period_peaks(result: Fit, freq: str = "M", n_paths: int = DEFAULT_PATHS, seed: int = 0) -> pd.DataFrame:
@@ -186,7 +229,9 @@ def period_peaks(result: Fit, freq: str = "M", n_paths: int = DEFAULT_PATHS, see
     frame.attrs["method"] = (f"{n_paths} sample paths: the backtest errors' correlation over the horizon "
                              f"(persistent share {persistent:.2f}; autocorrelation of the rest to lag {len(acf) - 1}, "
                              f"{acf[min(24, len(acf) - 1)]:.2f} at lag {min(24, len(acf) - 1)}) "
-                             "with each step's quantiles taken from the forecast's intervals (Gaussian copula); "
+                             "with each step's quantiles taken from the forecast's intervals (Gaussian copula) and, "
+                             f"above the outermost upper bound, an exponential tail (the backtest errors' mean excess over "
+                             f"their 95th percentile, {tail_mean_excess(result.backtest_errors):.2f} error scales); "
                              "quantiles of each period's max and sum over the paths")
     return frame
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from capplan.forecasting import fit, month_peaks, period_peaks, sample_paths
-from capplan.forecasting.paths import error_correlation
+from capplan.forecasting.intervals import step_scale
+from capplan.forecasting.paths import error_correlation, tail_mean_excess
 
 FAST = ("seasonal_naive", "seasonal_profile", "profile_ses")
 
@@ -116,9 +117,12 @@ def bursty_hourly(days: int, seed: int) -> pd.Series:
 def test_month_peak_is_stable_when_every_hour_moves_by_up_to_2_4_percent():
     # the plan's case (issue 22): four weeks of bursty hours, a month ahead, default candidates; the same
     # hours counted another way (by completion instead of arrival) differ by <= 2.4 % each. Each hour x
-    # U(0.976, 1.024), seeded. The P50 and P90 of November's simulated peak move by <= 5 % at the median
-    # of 8 series and by <= 15 % (P50) / 25 % (P90) on every one. With the interval level found by bisection
-    # on the step function of window coverage (before session 10) the largest moves were 34 % and 54 %.
+    # U(0.976, 1.024), seeded. The P50 and P90 of November's simulated peak move by <= 5 % / 8 % at the
+    # median of 8 series and by <= 15 % (P50) / 25 % (P90) on every one. With the interval level found by
+    # bisection on the step function of window coverage (before session 10) the largest moves were 34 % and
+    # 54 %. The P90's median bound was 5 % until session 13: the paths' tail above hi_95 is now scaled by the
+    # mean excess of the top 5 % of the normalised errors (~34 of 672 here), which the perturbation moves by
+    # up to 16 %; measured medians 4.3 % / 7.1 % (were 2.7 % / 3.9 %), largest 9.5 % / 14.5 %.
     moves = []
     for seed in range(8):
         y = bursty_hourly(28, seed)
@@ -131,5 +135,55 @@ def test_month_peak_is_stable_when_every_hour_moves_by_up_to_2_4_percent():
             peaks.append(month_peaks(result).loc["2026-11", ["peak_p50", "peak_p90"]].to_numpy(float))
         moves.append(np.abs(peaks[1] / peaks[0] - 1))
     moves = np.array(moves)
-    assert (np.median(moves, axis=0) <= 0.05).all(), moves
+    assert (np.median(moves, axis=0) <= [0.05, 0.08]).all(), moves
     assert moves[:, 0].max() <= 0.15 and moves[:, 1].max() <= 0.25, moves
+
+
+def spiky_hourly(days: int, seed: int) -> pd.Series:
+    """Hourly demand with a daily cycle, 5 % noise and rare spikes: 1.5 % of hours × U(1.5, 3)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * 24)
+    spike = np.where(rng.random(t.size) < 0.015, np.log(rng.uniform(1.5, 3.0, t.size)), 0.0)
+    values = 100 * np.exp(0.5 * np.sin(2 * np.pi * t / 24) + spike + rng.normal(0, 0.05, t.size))
+    return pd.Series(values, index=pd.date_range("2026-10-04", periods=t.size, freq="h"))
+
+
+def test_tail_mean_excess_golden():
+    # one window, constant step scale: errors 1..100 scaled by s(h) = mean |e| over neighbouring steps;
+    # with every step's scale equal (a constant error, 2.0) u = 1 everywhere and nothing exceeds the threshold
+    assert tail_mean_excess(np.full((2, 24), 2.0)) == 0.0
+    assert tail_mean_excess(np.empty((0, 24))) == 0.0
+    # u exponential with scale 1 (s(h) = 1 as the pooled mean |e| is ~1): mean excess over the 95th percentile ~1
+    e = np.random.default_rng(0).exponential(1.0, size=(400, 1))
+    assert tail_mean_excess(e) == pytest.approx(1.0, rel=0.15)
+
+
+def test_paths_above_the_outer_bound_follow_the_exponential_tail():
+    # above hi_95 (p = 0.975) the step's P(1 - q) is hi_95 + s(h) * beta * ln(0.025 / q) on the modelling scale:
+    # at q = 0.0025, ln 10 = 2.303 scale-steps of beta above hi_95 (checked on the log scale at every step)
+    result = fit(hourly(21, shift_sd=0.1), 48, (24,), levels=(80, 95), candidates=FAST)
+    paths = sample_paths(result, n_paths=40_000, seed=3)
+    beta = tail_mean_excess(result.backtest_errors)
+    expected = np.log(result.frame["hi_95"]) + step_scale(result.backtest_errors, 48) * beta * np.log(10)
+    assert result.log and beta > 0
+    np.testing.assert_allclose(np.log(np.percentile(paths, 99.75, axis=0)), expected, atol=0.05)
+
+
+@pytest.mark.slow
+def test_a_month_peak_of_rare_spikes_is_below_its_p90():
+    # 16 series: 4 weeks of history, the next 4 weeks' busiest hour against the P90 of the simulated peak.
+    # The spikes (1.5 % of hours, x1.5-3) sit above the 95 % interval's 97.5 % bound, so a Gaussian
+    # extension of hi_80 -> hi_95 put the P90 of the month's peak near the daily cycle's top, below almost
+    # every actual peak (measured: 1 of these 16 covered); the exponential tail of the errors covers 10 of
+    # 16 (nominal 0.9: spikes rarer than the tail's 5 % threshold are its weak case, an empirical tail
+    # covered 13 but did worse on the plan's process, docs/forecasting.md). Asserted >= 0.5.
+    below = 0
+    for seed in range(16):
+        y = spiky_hourly(56, seed)
+        train, test = y[:28 * 24], y[28 * 24:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fit(train, 28 * 24, (24,), candidates=FAST)
+        peaks = sample_paths(result, n_paths=1000).max(axis=1)
+        below += int(test.max() <= np.percentile(peaks, 90))
+    assert below / 16 >= 0.5
