@@ -80,6 +80,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
     plans = size_pools(config, pools, demands, months, measured, load_tests)
     fleet = cost_fleet(plans, config)
     slos, drift, earlier = slos_run.result(), drift_run.result(), earlier_run.result()
+    drawn = evidence_charts.result()  # its failure fails the run with its own exception, not a NotReady charts stage
     notes += [f"SLO {ev.status.name!r}: {n}" for ev in slos for n in ev.status.notes]  # metrics hours' resolution
     table = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.table().items()}
     sourced = {f"{name}: {k}": v for name, m in measured.items() for k, v in m.sourced().items()}
@@ -90,7 +91,7 @@ def monthly_capacity_plan(config: CapplanConfig, month: str | None = None) -> st
                           slos=slos, drift=drift,
                           generated_at_utc=f"{datetime.now(UTC):%Y-%m-%d %H:%M}", notes=tuple(notes),
                           earlier=earlier)
-    report = build_report(inputs, draw_charts(inputs, evidence_charts))
+    report = build_report(inputs, draw_charts(inputs, drawn))
     folder = write_report_files(report, config)
     recorded = record_plan.submit(config, fleet, months)  # the database beside the API: neither waits for the other
     publish_artifacts(report, folder)

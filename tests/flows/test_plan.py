@@ -277,6 +277,28 @@ def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_pla
     assert not (tmp_path / "out").exists()
 
 
+def test_a_failing_evidence_charts_stage_fails_the_run_with_its_own_cause(
+        prefect_harness, plan_logs, write_plan_config, tmp_path, monkeypatch):
+    """The evidence charts run beside the forecast and feed the charts stage; their failure (injected: a drawing
+    that raises) must be the run's cause, not a charts stage left NotReady and a report built from nothing."""
+    from capplan.reports import assemble
+
+    def broken(*args):
+        raise RuntimeError("the peak-to-average chart could not be drawn")
+
+    monkeypatch.setattr(assemble, "draw_evidence_charts", broken)
+    cfg = load_config(write_plan_config(tmp_path, plan_logs))
+    seen = []
+    with tasks.stage_listener(lambda stage, state, seconds, message: seen.append((stage, state, message))):
+        state = monthly_capacity_plan(cfg, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(RuntimeError, match="could not be drawn"):
+        state.result()
+    failed = {stage for stage, state_name, _ in seen if state_name == "Failed"}
+    assert failed == {"evidence-charts"}
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_load_test_imported_for_one_pool_makes_it_measured_and_its_gpus_follow(
         planned_report, plan_logs, write_plan_config, write_vllm_sweep, tmp_path):
     """The fixture's logs and config again, plus a clean sweep imported (as ``capplan loadtest import --pool``
