@@ -358,7 +358,12 @@ def in_workers(job: Callable[..., R], args: Mapping[K, tuple], *, here: bool = T
         return {key: job(*a) for key, a in jobs}
     if not here:
         queued = {key: _workers[-1].submit(job, *a) for key, a in jobs}
-        return {key: queued[key].result() for key, _ in jobs}  # the first failure in the order of ``args``
+        try:
+            return {key: queued[key].result() for key, _ in jobs}  # the first failure in the order of ``args``
+        except BaseException:
+            for future in queued.values():  # the jobs no worker has started leave the workers to the others' stages
+                future.cancel()
+            raise
     (first, first_args), *rest = jobs
     futures = {key: _workers[-1].submit(job, *a) for key, a in rest}
     futures[first] = _run_here(job, first_args)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -297,6 +298,38 @@ def test_jobs_not_run_here_all_go_to_the_workers_in_order_and_without_workers_ru
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True"] * 6
+
+
+def test_jobs_not_run_here_that_no_worker_started_are_dropped_after_a_failure():
+    """``here=False``, 2 workers, 8 jobs: job 0 fails at once, jobs 1-7 would each sleep 0.5 s and write a file. The
+    failure is raised as soon as it is read, and the jobs no worker had started are cancelled, so they leave the
+    workers to the other stages: at most the 2 taken when job 0 failed and the pool's 3 handed ahead (Python's
+    executor hands out up to 3 more than its workers run) ran; without the cancel all 7 do within the 3 s waited."""
+    script = textwrap.dedent("""
+        import pathlib, sys, time
+        from capplan.runtime import in_workers, worker_processes
+
+        def mark(key, folder):
+            if key == 0:
+                raise ValueError("job 0")
+            time.sleep(0.5)
+            (pathlib.Path(folder) / str(key)).touch()
+
+        folder = sys.argv[1]
+        with worker_processes(2):
+            try:
+                in_workers(mark, {k: (k, folder) for k in range(8)}, here=False)
+            except ValueError as exc:
+                print(exc)
+            time.sleep(3.0)  # inside the block: without the cancel the workers would run all 7 by now
+            print(len(list(pathlib.Path(folder).iterdir())))
+    """)
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, "-c", script, folder], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    failure, ran = done.stdout.split("\n")[:2]
+    assert failure == "job 0"
+    assert int(ran) <= 5
 
 
 def test_one_job_runs_in_a_worker_and_without_workers_here():
