@@ -29,10 +29,15 @@ How a path is drawn (modelling scale, so log errors for log-modelled series):
    ``hi_<L>`` of every level, along the outermost lower segment below them. So the
    paths agree with the calibrated intervals hour by hour (P10/P90 = ``lo_80``/
    ``hi_80``), and the backtests add only how the hours err together.
-5. Above the outermost upper bound (``hi_95``, probability ``p_K = 0.975``) a score of
-   probability ``p = Φ(g)`` is mapped to an exponential tail of the backtest errors:
-   ``hi_95 + s(h)·β·ln((1 − p_K)/(1 − p))``, ``β`` the mean excess of the pooled
-   normalised errors over their 95th percentile (:func:`tail_mean_excess`). A month's
+5. Above the outermost upper bound (``hi_95`` with the default levels, probability
+   ``p_K = 0.975``; ``hi_<L>`` of the largest level present) a score of probability
+   ``p = Φ(g)`` is mapped to an exponential tail of the backtest errors:
+   ``hi_K + s(h)·β·ln((1 − p_K)/(1 − p))``, ``β`` the mean excess of the pooled
+   normalised errors over their top :data:`TAIL_TOP_SHARE` (:func:`tail_mean_excess`),
+   or to the outer segment extended, whichever is higher: the frame the paths are
+   given may be wider than the errors (floored to the history's observed spread,
+   held flat beyond the supported horizon), and errors too few or all alike give
+   ``β`` near 0 (a tail read from them would cap the paths at ``hi_K``). A month's
    busiest hour lives near ``p ≈ 1 − 1/700``, beyond every interval, where bursts make
    the errors' tail heavier than a Gaussian extension of ``hi_80``→``hi_95`` (which
    under-covered the month's peak) and lighter than a generalised Pareto tail whose
@@ -161,7 +166,9 @@ def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np
             beyond = np.nonzero(scores > knots[-1])
             # ln((1 − p_K) / (1 − p)), p = Φ(score): the exponential quantile's excess over p_K's
             survival = log_ndtr(-knots[-1]) - log_ndtr(-scores[beyond])
-            z[beyond] = values[beyond[1], -1] + tail_scale[beyond[1]] * survival
+            # never lighter than the frame's own outer segment extended (the floored or flattened frame, or
+            # errors too few or too small to read a tail from, widen the hours beyond what the errors say)
+            z[beyond] = np.maximum(z[beyond], values[beyond[1], -1] + tail_scale[beyond[1]] * survival)
         out[rows] = result.to_y(z)
     return out
 
@@ -231,7 +238,8 @@ def period_peaks(result: Fit, freq: str = "M", n_paths: int = DEFAULT_PATHS, see
                              f"{acf[min(24, len(acf) - 1)]:.2f} at lag {min(24, len(acf) - 1)}) "
                              "with each step's quantiles taken from the forecast's intervals (Gaussian copula) and, "
                              f"above the outermost upper bound, an exponential tail (the backtest errors' mean excess over "
-                             f"their 95th percentile, {tail_mean_excess(result.backtest_errors):.2f} error scales); "
+                             f"their top {TAIL_TOP_SHARE:.0%}, {tail_mean_excess(result.backtest_errors):.2f} error scales, "
+                             "or the outermost interval segment extended where that is higher); "
                              "quantiles of each period's max and sum over the paths")
     return frame
 
