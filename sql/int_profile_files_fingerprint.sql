@@ -1,7 +1,7 @@
 -- the rows of `requests` of file ids up to $last_file_id and their fingerprint, the sum over rows of
 -- hash(file_id) (hugeint: exact): equal to sql/int_profile_recorded_files.sql when those files are as
--- the roll-ups last saw them. Two sums, not a count per file: DuckDB answers them from each row group's
--- min/max file id and compressed runs (a few ms at 10 M rows) where a group by reads every row.
+-- the roll-ups last saw them. Two sums, not a count per file: one pass over the compressed file_id column
+-- with no grouping (a few ms at 10 M rows) where a group by hashes every row.
 with
 
 source as (

@@ -39,7 +39,7 @@ def changed_file_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Ids of the files whose rows in ``requests`` differ in number from what the last refresh saw.
 
     New files, and files replaced or deleted since; the roll-ups are current when there are none.
-    First two sums that DuckDB answers from row-group statistics and compressed runs, not row by row:
+    First two sums, one fast pass over the compressed ``file_id`` column (no grouping):
     the rows and the fingerprint (the sum over rows of ``hash(file_id)``) of the files up to the
     highest id seen, against what the last refresh recorded (``sql/int_profile_files_fingerprint.sql``,
     ``sql/int_profile_recorded_files.sql``). Equal: those files are unchanged, and the changed files
