@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--history-days", type=int, nargs="+", default=[28, 84])
     parser.add_argument("--requests-per-day", type=float, default=40_000)
     parser.add_argument("--bursts-per-day", type=float, default=4.0)
-    parser.add_argument("--perturb", action="store_true", help="also plan every history with each hour moved by <= 2.4 %")
+    parser.add_argument("--perturb", action="store_true", help="also plan every history with each hour moved by <= 2.4 %%")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--csv", help="write the per-month rows here")
     args = parser.parse_args()
