@@ -319,7 +319,8 @@ def peak_in_flight_sparse(
 _COMPLETION, _PROBE, _ARRIVAL = 0, 1, 2  # event kinds: their order at the same instant, and 1 + the change in flight
 
 
-def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[tuple[int, int]]:
+def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int, *, thin_rows: int = 0,
+                 max_thin_hours: int | None = None) -> list[tuple[int, int]]:
     """Cut hours ``[0, len(hour_rows))`` into consecutive windows ``[a, b)`` to roll up one at a time.
 
     Parameters
@@ -330,31 +331,63 @@ def plan_windows(hour_rows: np.ndarray, max_hours: int, max_rows: int) -> list[t
         Longest window: bounds the per-second and histogram arrays. [hours]
     max_rows : int
         Row budget of a window: bounds the rows and spans held at once. [rows]
+    thin_rows : int
+        A window of fewer rows than this is *thin*: the thin windows after it join it, while the whole
+        holds at most ``max_rows`` rows and ``max_thin_hours`` hours (0: no window joins). [rows]
+    max_thin_hours : int, optional
+        Longest window of joined thin windows; default no bound but the rows. [hours]
 
     Returns
     -------
     list of (int, int)
-        Windows that tile the hours in order; each holds at most ``max_hours`` hours and, unless a
-        single hour alone has more, at most ``max_rows`` rows.
+        Windows that tile the hours in order; each holds, unless a single hour alone has more, at most
+        ``max_rows`` rows, and at most ``max_hours`` hours unless it joins thin windows.
 
     Notes
     -----
     Greedy: a window grows hour by hour until the next hour would break a limit. Memory then stays
     flat as the rows per day grow (windows shorten) instead of growing with them; an hour with more
     than ``max_rows`` rows is a window of its own, so the bound is ``max(max_rows, rows of the
-    busiest hour)``.
+    busiest hour)``. Each window costs a query and its tables whatever its rows, so where hours hold
+    few rows (a thin window) that fixed cost dominates: thin windows in a row join into one long
+    window, which the caller counts sparsely (:class:`WindowRollup` ``dense=False``: by sorting, in
+    memory and time that grow with the rows, not with the hours); a window that is not thin stays as
+    it is, and the next thin one starts a new join.
     """
     if max_hours < 1 or max_rows < 1:
         raise ValueError(f"max_hours and max_rows must be >= 1, got {max_hours!r} and {max_rows!r}")
-    windows, start, rows = [], 0, 0
-    for hour, n in enumerate(np.asarray(hour_rows, dtype=np.int64).tolist()):
-        if hour > start and (hour - start >= max_hours or rows + n > max_rows):
-            windows.append((start, hour))
-            start, rows = hour, 0
-        rows += n
-    if len(hour_rows):
-        windows.append((start, len(hour_rows)))
+    rows = np.asarray(hour_rows, dtype=np.int64).tolist()
+    before = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)]).tolist()  # rows before each hour
+    max_thin_hours = len(rows) if max_thin_hours is None else max_thin_hours
+    windows, start = [], 0
+    while start < len(rows):
+        end = _greedy_end(rows, start, max_hours, max_rows)
+        if before[end] - before[start] < thin_rows:
+            while end < len(rows):  # join the thin windows that follow, within the joined window's limits
+                after = _greedy_end(rows, end, max_hours, max_rows)
+                if (before[after] - before[end] >= thin_rows or before[after] - before[start] > max_rows
+                        or after - start > max_thin_hours):
+                    break
+                end = after
+        windows.append((start, end))
+        start = end
     return windows
+
+
+def _greedy_end(rows: list[int], start: int, max_hours: int, max_rows: int) -> int:
+    """End of the window that grows from hour ``start`` until the next hour would break a limit (one hour at least)."""
+    end, held = start + 1, rows[start]
+    while end < len(rows) and end - start < max_hours and held + rows[end] <= max_rows:
+        held += rows[end]
+        end += 1
+    return end
+
+
+def sparse_sweep_max_hours(n_models: int) -> int:
+    """Longest window whose sparse in-flight sweep (:func:`peak_in_flight_sparse`) can code ``n_models``
+    models: its event codes (model, time, kind) must fit in 63 bits. [hours]"""
+    model_bits = max(n_models - 1, 0).bit_length()
+    return ((1 << (61 - model_bits)) - 2) // US_PER_HOUR
 
 
 class WindowRollup:
@@ -651,12 +684,11 @@ class WindowRollup:
         by_hour = hour * width  # hour * width + bin + 1, in place
         by_hour += column
         by_hour += 1
-        by_hour = np.bincount(by_hour, minlength=self.n_hours * width)
-        all_code = np.flatnonzero(by_hour)  # by hour, then column
+        all_code, all_counts = _code_counts(by_hour, self.n_hours * width)  # by hour, then column
         lengths = np.concatenate([np.bincount(cell_index, minlength=n_cells),
                                   np.bincount(all_code // width, minlength=self.n_hours)[rows["hours"]]])
         bins = np.concatenate([codes - cell_index * width, all_code % width]) - 1
-        return lengths, bins.astype(np.int16), np.concatenate([counts, by_hour[all_code]])
+        return lengths, bins.astype(np.int16), np.concatenate([counts, all_counts])
 
     def concurrency(self, all_models: str) -> arrow.Table:
         """Rows of ``fct_concurrency_hourly``: hours of the window with a request in flight."""
@@ -669,12 +701,16 @@ class WindowRollup:
             peak = peaks[hour_index, model_index]
         else:
             hour_index, model_index, peak = peak_in_flight_sparse(model, start, end, self.first_hour, self.n_hours)
-            every = peak_in_flight_by_model(np.zeros(len(model), np.int64), start, end, 1, self.first_hour,
-                                            self.n_hours)[:, 1]  # all models: one column, dense per second
-            busy = np.flatnonzero(every)
+            one = np.zeros(len(model), np.int64)  # all models together: one model
+            if 2 * self.n_hours * S_PER_HOUR <= _DENSE_SWEEP_CELLS:  # dense per second: cheaper than a sort
+                every = peak_in_flight_by_model(one, start, end, 1, self.first_hour, self.n_hours)[:, 1]
+                busy = np.flatnonzero(every)
+                every = every[busy]
+            else:  # a long window (thin hours joined, plan_windows): per-second arrays would outgrow the rows
+                busy, _, every = peak_in_flight_sparse(one, start, end, self.first_hour, self.n_hours)
             hour_index = np.concatenate([hour_index, busy])
             model_index = np.concatenate([model_index, np.full(len(busy), len(self.models))])
-            peak = np.concatenate([peak, every[busy]])
+            peak = np.concatenate([peak, every])
         return arrow.Table.from_arrays([
             self._hour_array(hour_index), self._names(model_index, all_models), arrow.array(peak),
         ], schema=CONCURRENCY_SCHEMA)
@@ -743,6 +779,19 @@ def _busiest_second(key: np.ndarray, second_of_hour: np.ndarray, n_keys: int) ->
 
 _DENSE_SECONDS = 1 << 22  # (key, second) cells counted densely up to this many: 32 MiB of int64 [cells]
 _DENSE_KEYS = 1 << 22  # keys ranked densely up to this many: 32 MiB of int64 [keys]
+_DENSE_SWEEP_CELLS = 1 << 20  # a sparse window's all-models sweep runs per second up to this many (column, second)
+# cells (8 MiB of int64 per array: 145 hours), by sorting beyond [cells]
+
+
+def _code_counts(codes: np.ndarray, n_codes: int, dense_limit: int = _DENSE_KEYS) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``codes`` (``0 <= code < n_codes``) ascending, and how often each occurs:
+    by one ``bincount`` when ``n_codes`` is at most ``dense_limit``, else by sorting (a long window's
+    hours × bins would outgrow its rows)."""
+    if n_codes > dense_limit:
+        return np.unique(codes, return_counts=True)
+    counts = np.bincount(codes, minlength=n_codes)
+    present = np.flatnonzero(counts)
+    return present, counts[present]
 
 
 def _distinct(key: np.ndarray, n_keys: int, dense_limit: int = _DENSE_KEYS) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ from capplan.profile.counting import (
     WindowRollup,
     code_columns,
     plan_windows,
+    sparse_sweep_max_hours,
 )
 from capplan.profile.exposure import EPOCH, epoch_us
 from capplan.profile.freshness import (ROLLUP_VERSION, changed_file_ids, has_file_rollups, record_rollup_version,
@@ -76,6 +77,11 @@ its per-second arrays of the busiest second and the in-flight sweep (8 MiB each)
 25-hour windows; with more models windows shorten, down to ``DENSE_MIN_HOURS``; beyond that (more
 than 71 models) windows of up to ``ROLLUP_WINDOW_HOURS`` are counted sparsely, by sorting, in memory
 and time that grow with the rows, not with the models. [cells]"""
+ROLLUP_THIN_ROWS = 30_000
+"""A window of fewer rows is thin: thin windows in a row join into one window of up to ``ROLLUP_WINDOW_ROWS``
+rows (:func:`~capplan.profile.counting.plan_windows`), counted sparsely once longer than a dense window may be.
+Each window has a fixed cost whatever its rows (a query, an Arrow reader, its tables), which dominates
+a window of few rows; sparse counting costs more per row than dense (docs/profile.md). [rows]"""
 DENSE_MIN_HOURS = 4
 """Shortest window counted densely: with more models, counting sparsely is cheaper than scanning in
 ever shorter windows. [hours]"""
@@ -282,7 +288,9 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
 
     A window holds at most ``ROLLUP_WINDOW_HOURS`` hours, fewer with a few dozen models so that the
     dense per-second arrays (seconds × models) stay within ``ROLLUP_WINDOW_CELLS`` (many models are
-    counted sparsely instead), and about ``ROLLUP_WINDOW_ROWS`` rows. The rows per hour come from
+    counted sparsely instead), and about ``ROLLUP_WINDOW_ROWS`` rows. Windows of fewer than
+    ``ROLLUP_THIN_ROWS`` rows in a row join into one of up to ``ROLLUP_WINDOW_ROWS`` rows, which
+    :func:`_roll_up` counts sparsely once it is longer than a dense window may be. The rows per hour come from
     ``hour_rows_query``: a scan of ``profile_source`` (``sql/int_profile_hour_rows.sql``), or, in a
     refresh, the per-file counts it has just recorded (``sql/int_profile_file_hour_rows.sql``).
     """
@@ -294,8 +302,9 @@ def _windows(con: duckdb.DuckDBPyConnection, start_utc: datetime, end_utc: datet
     hour_rows[counts["hour_epoch"] - first_hour] = counts["rows"]
     dense_hours = ROLLUP_WINDOW_CELLS // (S_PER_HOUR * (n_models + 1))
     max_hours = min(ROLLUP_WINDOW_HOURS, dense_hours) if dense_hours >= DENSE_MIN_HOURS else ROLLUP_WINDOW_HOURS
-    bounds = [(EPOCH + (first_hour + a) * _HOUR, EPOCH + (first_hour + b) * _HOUR)
-              for a, b in plan_windows(hour_rows, max_hours, ROLLUP_WINDOW_ROWS)]
+    windows = plan_windows(hour_rows, max_hours, ROLLUP_WINDOW_ROWS, thin_rows=ROLLUP_THIN_ROWS,
+                           max_thin_hours=sparse_sweep_max_hours(n_models))
+    bounds = [(EPOCH + (first_hour + a) * _HOUR, EPOCH + (first_hour + b) * _HOUR) for a, b in windows]
     return [(max(a, start_utc), min(b, end_utc)) for a, b in bounds]
 
 

@@ -17,12 +17,14 @@ from capplan import profile
 from capplan.profile.counting import (
     US_PER_HOUR,
     WindowRollup,
+    _code_counts,
     _distinct,
     _TokenBins,
     log_bins,
     peak_in_flight_by_model,
     peak_in_flight_sparse,
     plan_windows,
+    sparse_sweep_max_hours,
 )
 from capplan.sample import SampleSpec, generate_day
 
@@ -180,14 +182,52 @@ def test_counts_of_32768_and_more_are_coded_in_the_large_lists(dense):
 
 @settings(max_examples=100, deadline=None)
 @given(key=st.lists(st.integers(0, 40), max_size=60))
-def test_distinct_counts_or_sorts_to_the_same_ranks(key):
-    """The distinct keys and each key's rank among them, by a bincount over the key space or by sorting."""
+def test_distinct_counts_or_sorts_to_the_same_ranks_and_counts(key):
+    """The distinct keys ascending, each key's rank among them (``_distinct``) and how often each occurs
+    (``_code_counts``), by a bincount over the key space or by sorting."""
     key = np.array(key, np.int64)
-    distinct, index = np.unique(key, return_inverse=True)
+    distinct, index, counts = np.unique(key, return_inverse=True, return_counts=True)
     for dense_limit in (41, 0):  # counted densely, then sorted
         got, at = _distinct(key, 41, dense_limit)
         np.testing.assert_array_equal(got, distinct)
         np.testing.assert_array_equal(at, index.reshape(-1))
+        got, times = _code_counts(key, 41, dense_limit)
+        np.testing.assert_array_equal(got, distinct)
+        np.testing.assert_array_equal(times, counts)
+
+
+def test_a_long_sparse_window_equals_its_days_counted_densely(day):
+    """Thin hours joined into one long window (plan_windows) are counted sparsely, its all-models sweep by
+    sorting (a dense per-second sweep of 8 days would outgrow the rows): the same tables as each day counted
+    densely in a window of its own. Eight copies of the generated day, one day apart, a request running
+    across each midnight carried from one day's window into the next."""
+    days = pd.concat([day.assign(ts_utc=day["ts_utc"] + pd.Timedelta(days=d)) for d in range(8)], ignore_index=True)
+    models = sorted(days["model"].unique())
+    long = WindowRollup(T0_HOUR, 8 * 24, models, INV_LN_GAMMA, in_flight=True, dense=False)
+    long.add(_rows(days, models))
+    assert 2 * long.n_hours * 3_600 > (1 << 20)  # beyond the dense all-models sweep of a sparse window
+    tables = {name: [] for name in ("traffic", "histogram", "concurrency")}
+    carried = None
+    for d in range(8):
+        one = WindowRollup(T0_HOUR + 24 * d, 24, models, INV_LN_GAMMA, in_flight=True, carried_spans=carried)
+        one.add(_rows(days[days["ts_utc"].dt.floor("D") == pd.Timestamp(2026, 1, 1 + d)], models))
+        carried = one.open_spans((T0_HOUR + 24 * (d + 1)) * US_PER_HOUR)
+        for name in tables:
+            tables[name].append(getattr(one, name)(profile.ALL_MODELS))
+    for name, parts in tables.items():
+        a, b = _sorted(getattr(long, name)(profile.ALL_MODELS)), _sorted(arrow.concat_tables(parts))
+        assert a.equals(b), name
+
+
+def test_sparse_sweep_max_hours_keeps_the_event_codes_in_63_bits():
+    """3 models need 2 bits: 2^59 µs, 160,127,986 hours; 1,000 models need 10 bits: 2^51 µs, 625,499 hours."""
+    assert sparse_sweep_max_hours(3) == ((1 << 59) - 2) // US_PER_HOUR == 160_127_986
+    assert sparse_sweep_max_hours(1_000) == 625_499
+    hours = sparse_sweep_max_hours(1_000)
+    spans = (np.array([999]), np.array([T0_HOUR * US_PER_HOUR]), np.array([T0_HOUR * US_PER_HOUR + 1]))
+    assert len(peak_in_flight_sparse(*spans, T0_HOUR, hours)[0]) == 1
+    with pytest.raises(ValueError, match="too many models"):
+        peak_in_flight_sparse(*spans, T0_HOUR, 2 * hours)
 
 
 @pytest.mark.parametrize("dense", [True, False])
@@ -244,11 +284,37 @@ def test_plan_windows_tiles_the_hours_within_the_limits(hour_rows, max_hours, ma
         assert b - a == max_hours or sum(hour_rows[a:b + 1]) > max_rows
 
 
+@settings(max_examples=200, deadline=None)
+@given(hour_rows=st.lists(st.integers(0, 50), max_size=80), max_hours=st.integers(1, 30),
+       max_rows=st.integers(1, 120), thin_rows=st.integers(0, 60), max_thin_hours=st.integers(1, 100))
+def test_thin_windows_join_within_the_limits(hour_rows, max_hours, max_rows, thin_rows, max_thin_hours):
+    """Thin windows join while the joined window keeps the row budget and ``max_thin_hours``; every window
+    is a run of the windows of the plain plan, and a window that is not thin is one of them, alone."""
+    rows = np.array(hour_rows, dtype=np.int64)
+    plain = plan_windows(rows, max_hours, max_rows)
+    windows = plan_windows(rows, max_hours, max_rows, thin_rows=thin_rows, max_thin_hours=max_thin_hours)
+    assert [h for a, b in windows for h in range(a, b)] == list(range(len(hour_rows)))
+    for a, b in windows:
+        parts = [(c, d) for c, d in plain if a <= c and d <= b]
+        assert parts and parts[0][0] == a and parts[-1][1] == b  # a run of whole plain windows
+        if len(parts) > 1:  # joined: thin parts, within the budget
+            assert all(rows[c:d].sum() < thin_rows for c, d in parts)
+            assert rows[a:b].sum() <= max_rows and b - a <= max_thin_hours
+    assert plan_windows(rows, max_hours, max_rows, thin_rows=0) == plain
+
+
 def test_plan_windows_worked_example():
     # 10 rows an hour, budget 25: two hours a window; an hour of 40 rows stands alone
     assert plan_windows(np.array([10, 10, 10, 10, 40, 10]), 24, 25) == [(0, 2), (2, 4), (4, 5), (5, 6)]
     assert plan_windows(np.array([1] * 5), 2, 100) == [(0, 2), (2, 4), (4, 5)]
     assert plan_windows(np.array([], dtype=np.int64), 24, 10) == []
+    # windows of 2 hours below 3 rows are thin: the first four hours join (4 rows), the hours of 9 rows stay
+    # a window of their own, the last three join again
+    assert plan_windows(np.array([1, 1, 1, 1, 9, 9, 1, 1, 1]), 2, 100, thin_rows=3) == [(0, 4), (4, 6), (6, 9)]
+    # joined up to the row budget: 5 rows take hours 0-3 (the next window would make 6), then hours 4-6;
+    # or up to max_thin_hours: 3 hours, then 2
+    assert plan_windows(np.array([1] * 7), 2, 5, thin_rows=3) == [(0, 4), (4, 7)]
+    assert plan_windows(np.array([1] * 5), 1, 100, thin_rows=3, max_thin_hours=3) == [(0, 3), (3, 5)]
 
 
 @pytest.mark.parametrize(("max_hours", "max_rows"), [(0, 10), (5, 0)])

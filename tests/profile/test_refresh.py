@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -375,3 +376,69 @@ def test_incremental_refresh_reads_back_the_requests_in_flight_from_other_files(
     profile.refresh_rollups(con, full=True)
     for name, table in rollup_tables(con).items():
         pd.testing.assert_frame_equal(incremental[name], table, check_exact=True)
+
+
+def _rollups_except_all(con: duckdb.DuckDBPyConnection, kept: str) -> dict[str, tuple[int, int, int]]:
+    """Per stored roll-up table: its rows, and the rows of ``except all`` with the copy ``<kept>_<table>``
+    each way (0 and 0: the same rows, duplicates counted)."""
+    out = {}
+    for table in ("fct_traffic_hourly", "fct_histogram_hourly_bins", "fct_histogram_hourly", "fct_concurrency_hourly",
+                  "profile_file_hours"):
+        out[table] = con.execute(
+            f"select (select count(*) from {table}),"
+            f" (select count(*) from (select * from {table} except all select * from {kept}_{table})),"
+            f" (select count(*) from (select * from {kept}_{table} except all select * from {table}))").fetchall()[0]
+    return out
+
+
+def _rebuild_old_and_new_windows(con: duckdb.DuckDBPyConnection, monkeypatch) -> dict[str, tuple[int, int, int]]:
+    """Rebuild with the windows of before (no thin windows joined), keep the tables, rebuild with thin windows
+    joined: the rows of each table and of ``except all`` both ways."""
+    with monkeypatch.context() as patch:
+        patch.setattr(refresh, "ROLLUP_THIN_ROWS", 0)
+        profile.refresh_rollups(con, full=True)
+    for table in ("fct_traffic_hourly", "fct_histogram_hourly_bins", "fct_histogram_hourly", "fct_concurrency_hourly",
+                  "profile_file_hours"):
+        con.execute(f"create or replace temp table old_{table} as select * from {table}")
+    profile.refresh_rollups(con, full=True)
+    return _rollups_except_all(con, "old")
+
+
+def _window_count(con: duckdb.DuckDBPyConnection) -> int:
+    """The windows a full rebuild of ``requests`` is cut into."""
+    first, last = con.execute("select min(ts_utc), max(ts_utc) from requests").fetchall()[0]
+    refresh._use_source(con, "requests")
+    models = con.execute("select count(distinct model) from requests").fetchall()[0][0]
+    return len(refresh._windows(con, first.replace(minute=0, second=0, microsecond=0), last + timedelta(hours=1),
+                                models))
+
+
+@pytest.mark.slow
+def test_thin_windows_joined_give_the_tables_of_day_windows(month, monkeypatch):
+    """Few rows an hour (the generated month: ~170): the 31 days were 30 windows of 25 hours, now one window
+    counted sparsely; the rebuilt tables are the same rows (``except all`` both ways, floats exactly)."""
+    con, _, _ = month
+    try:
+        assert _window_count(con) == 1
+        with monkeypatch.context() as patch:
+            patch.setattr(refresh, "ROLLUP_THIN_ROWS", 0)
+            assert _window_count(con) == 30
+        for table, (rows, new_only, old_only) in _rebuild_old_and_new_windows(con, monkeypatch).items():
+            assert rows > 0 and new_only == old_only == 0, table
+    finally:
+        profile.refresh_rollups(con)
+
+
+@pytest.mark.slow
+def test_thin_windows_joined_give_the_tables_of_day_windows_on_the_bundled_sample(con, monkeypatch):
+    """The bundled sample (data/sample: 489,800 rows over 92 days, ~220 an hour), its three files loaded as
+    `capplan ingest` stores them: one window instead of 89, the same tables."""
+    sample = sorted((Path(__file__).resolve().parents[2] / "data" / "sample").glob("requests-*.parquet"))
+    assert len(sample) == 3
+    for file_id, path in enumerate(sample, start=1):
+        con.execute("insert into request_rows by name select ts_utc::timestamp as ts_utc, * exclude (ts_utc),"
+                    " ? as file_id from read_parquet(?)", [file_id, str(path)])
+    assert con.execute("select count(*) from requests").fetchall()[0][0] == 489_800
+    assert _window_count(con) == 1
+    for table, (rows, new_only, old_only) in _rebuild_old_and_new_windows(con, monkeypatch).items():
+        assert rows > 0 and new_only == old_only == 0, table
