@@ -85,7 +85,11 @@ def error_correlation(errors: np.ndarray) -> tuple[float, float]:
         Lag-1 autocorrelation of the remaining part, ``(ρ(1) − a²) / (1 − a²)``,
         clipped to ``[0, 0.999]``. [fraction]
     """
-    rho = _pooled_acf(errors)
+    return _correlation_of(_pooled_acf(errors))
+
+
+def _correlation_of(rho: np.ndarray | None) -> tuple[float, float]:
+    """:func:`error_correlation` from the pooled autocorrelation ``rho`` (:func:`_pooled_acf`)."""
     if rho is None:
         return 0.0, 0.0
     h_bt = len(rho)
@@ -120,8 +124,8 @@ def error_acf(errors: np.ndarray) -> tuple[float, np.ndarray]:
         uncentred autocorrelation of ``u = e / s(h)`` within windows, clipped to ``[−1, 1]``;
         ``[1]`` when there is nothing to read it from. [fraction]
     """
-    persistent, _ = error_correlation(errors)
-    rho = _pooled_acf(errors)
+    rho = _pooled_acf(errors)  # once: the persistent share and the rest's autocorrelation both read it
+    persistent, _ = _correlation_of(rho)
     if rho is None:
         return persistent, np.ones(1)
     rest = np.clip((rho[1:max(2, len(rho) // 2)] - persistent) / (1 - persistent), -1.0, 1.0)
@@ -147,16 +151,23 @@ def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np
         Never negative; each step's P10/P90 over the paths equals the frame's
         ``lo_80``/``hi_80`` (every level present likewise) up to sampling error.
     """
+    return _draw(result, n_paths, seed)[0]
+
+
+def _draw(result: Fit, n_paths: int, seed: int) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """:func:`sample_paths`, and the persistent share, the autocorrelation and ``β`` they were drawn with
+    (:func:`error_acf`, :func:`tail_mean_excess`), read once for the paths and :func:`period_peaks`' method."""
     if n_paths < 1:
         raise ValueError(f"n_paths must be >= 1, got {n_paths}")
     horizon = len(result.frame)
     persistent, acf = error_acf(result.backtest_errors)
+    beta = tail_mean_excess(result.backtest_errors)
     rng = np.random.default_rng(seed)
     level = rng.standard_normal((n_paths, 1))
     rest = _stationary_gaussian(rng, n_paths, horizon, acf)
     knots, values = _quantile_knots(result)
     # above the outermost upper bound: tail_scale(h) per unit of -ln(survival), see step 5 of the module doc
-    tail_scale = step_scale(result.backtest_errors, horizon) * tail_mean_excess(result.backtest_errors)
+    tail_scale = step_scale(result.backtest_errors, horizon) * beta
     out = np.empty((n_paths, horizon))
     for start in range(0, n_paths, _MAP_CHUNK_PATHS):  # element-wise, so block by block gives the same values
         rows = slice(start, start + _MAP_CHUNK_PATHS)
@@ -170,7 +181,7 @@ def sample_paths(result: Fit, n_paths: int = DEFAULT_PATHS, seed: int = 0) -> np
             # errors too few or too small to read a tail from, widen the hours beyond what the errors say)
             z[beyond] = np.maximum(z[beyond], values[beyond[1], -1] + tail_scale[beyond[1]] * survival)
         out[rows] = result.to_y(z)
-    return out
+    return out, persistent, acf, beta
 
 
 def tail_mean_excess(errors: np.ndarray) -> float:
@@ -223,22 +234,21 @@ def period_peaks(result: Fit, freq: str = "M", n_paths: int = DEFAULT_PATHS, see
     index = result.frame.index
     if not isinstance(index, pd.DatetimeIndex):
         raise ValueError("period_peaks needs a forecast on a DatetimeIndex")
-    paths = sample_paths(result, n_paths, seed)
+    paths, persistent, acf, beta = _draw(result, n_paths, seed)
     period = index.to_period(freq)
     rows = {}
     for key in period.unique():
-        part = paths[:, np.asarray(period == key)]
+        part = paths[:, np.asarray(period == key)]  # a copy: numpy's sums over a strided view differ in the last bit
         row = {f"peak_p{q}": float(np.percentile(part.max(axis=1), q)) for q in PERIOD_QUANTILES}
         row |= {f"total_p{q}": float(np.percentile(part.sum(axis=1), q)) for q in PERIOD_QUANTILES}
         rows[str(key)] = {**row, "steps": int(part.shape[1])}
     frame = pd.DataFrame.from_dict(rows, orient="index")
-    persistent, acf = error_acf(result.backtest_errors)
     frame.attrs["method"] = (f"{n_paths} sample paths: the backtest errors' correlation over the horizon "
                              f"(persistent share {persistent:.2f}; autocorrelation of the rest to lag {len(acf) - 1}, "
                              f"{acf[min(24, len(acf) - 1)]:.2f} at lag {min(24, len(acf) - 1)}) "
                              "with each step's quantiles taken from the forecast's intervals (Gaussian copula) and, "
                              f"above the outermost upper bound, an exponential tail (the backtest errors' mean excess over "
-                             f"their top {TAIL_TOP_SHARE:.0%}, {tail_mean_excess(result.backtest_errors):.2f} error scales, "
+                             f"their top {TAIL_TOP_SHARE:.0%}, {beta:.2f} error scales, "
                              "or the outermost interval segment extended where that is higher); "
                              "quantiles of each period's max and sum over the paths")
     return frame
@@ -272,8 +282,10 @@ def _stationary_gaussian(rng: np.random.Generator, n_paths: int, horizon: int, a
     out = np.empty((2 * pairs, horizon))
     for start in range(0, pairs, _FFT_CHUNK_PATHS):  # chunks: a (paths, 2·horizon) complex array is large
         rows = min(_FFT_CHUNK_PATHS, pairs - start)
-        noise = rng.standard_normal((rows, size)) + 1j * rng.standard_normal((rows, size))
-        both = np.fft.fft(noise * amplitude, axis=1)[:, :horizon]
+        noise = np.empty((rows, size), dtype=complex)  # real then imaginary draws, as ``a + 1j * b`` draws them
+        noise.real, noise.imag = rng.standard_normal((rows, size)), rng.standard_normal((rows, size))
+        noise *= amplitude  # in place: the same complex product as ``noise * amplitude``
+        both = np.fft.fft(noise, axis=1)[:, :horizon]
         out[2 * start:2 * (start + rows):2], out[2 * start + 1:2 * (start + rows):2] = both.real, both.imag
     return out[:n_paths] / np.sqrt(max(eig.mean(), 1e-300))
 
@@ -300,11 +312,20 @@ def _interpolate(scores: np.ndarray, knots: np.ndarray, values: np.ndarray) -> n
     """
     if len(knots) < 2:
         return np.broadcast_to(values[:, 0], scores.shape).copy()
-    seg = np.clip(np.searchsorted(knots, scores) - 1, 0, len(knots) - 2)
-    steps = np.arange(values.shape[0])[None, :]
-    x0, x1 = knots[seg], knots[seg + 1]
-    v0, v1 = values[steps, seg], values[steps, seg + 1]
-    return v0 + (scores - x0) * (v1 - v0) / (x1 - x0)
+    # segment = inner knots below the score (= clip(searchsorted(knots, score) - 1, 0, K - 2) for a finite score):
+    # K - 2 comparisons cost a tenth of a binary search per element
+    seg = np.zeros(scores.shape, dtype=np.intp)
+    for knot in knots[1:-1]:
+        seg += scores > knot
+    at = seg + np.arange(values.shape[0]) * values.shape[1]  # (step, segment) in the flattened values
+    flat = values.ravel()
+    v0, x0 = flat.take(at), knots.take(seg)
+    # v0 + (score - x0) · (v1 - v0) / (x1 - x0), evaluated left to right as written, in place
+    out = np.subtract(scores, x0)
+    out *= np.subtract(flat.take(at + 1), v0)
+    out /= np.subtract(knots.take(seg + 1), x0)
+    out += v0
+    return out
 
 
 def _to_z(result: Fit, y: np.ndarray) -> np.ndarray:

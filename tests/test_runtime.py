@@ -416,3 +416,31 @@ def test_imports_uncollected_pauses_the_collector_freezes_on_request_and_leaves_
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+@pytest.mark.parametrize("status_given", [True, False])
+def test_given_its_status_the_process_ends_in_the_last_exit_hook_with_its_output_written(status_given):
+    """``capplan plan`` through the console script: the exit hooks registered after ``freeze_heap_at_exit`` (Prefect's,
+    the server's stop) still run, buffered output is written, logging is shut down, and the process ends with the
+    status it was given right in ``freeze_heap_at_exit``'s hook: nothing after it (a hook registered before it, here,
+    stands for the interpreter's teardown). Not given a status (a command called in a test's process), the
+    interpreter goes on and exits as usual."""
+    script = textwrap.dedent(f"""
+        import atexit, logging, os, sys
+        import capplan.runtime as r
+        atexit.register(os.write, 1, b" earlier hook ran")
+        r.freeze_heap_at_exit()
+        atexit.register(print, "later hook ran", end="")
+        handler = logging.StreamHandler(sys.stdout)
+        handler.close = lambda: os.write(1, b"logging shut down ")
+        logging.getLogger("t").addHandler(handler)
+        print("buffered", end=" ")
+        if {status_given}:
+            r.end_after_exit_hooks(3)
+        sys.exit(3)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.startswith("buffered later hook ran")
+    assert "logging shut down" in done.stdout  # by its own hook, or by ours when its own is skipped
+    assert ("earlier hook ran" in done.stdout) is not status_given

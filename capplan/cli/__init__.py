@@ -119,5 +119,15 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A command that registered :func:`capplan.runtime.freeze_heap_at_exit` (``capplan plan``) ends its process
+    right after the exit hooks, with the exit status here, instead of tearing the interpreter down object by object.
+    """
+    try:
+        app()
+    except SystemExit as stop:
+        runtime = sys.modules.get("capplan.runtime")  # imported only by the commands that use it
+        if runtime is not None and (stop.code is None or isinstance(stop.code, int)):
+            runtime.end_after_exit_hooks(stop.code or 0)
+        raise
