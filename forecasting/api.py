@@ -15,12 +15,14 @@ import pandas as pd
 from capplan.forecasting import backtest, intervals, prepare
 from capplan.forecasting.history import monthly_horizon_refusal
 from capplan.forecasting.metrics import mase, mase_scale
-from capplan.forecasting.models import MODELS
+from capplan.forecasting.models import MODELS, models_the_week
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
 DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "profile_ses_hourly",
-                      "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+                      "profile_weekdays", "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+#: In the default set only while no season models the week (:func:`default_candidates`).
+WEEKDAY_CANDIDATE = "profile_weekdays"
 #: Sizes of the combination tried: the mean of the 3 or 5 best candidates by backtest MASE, or of
 #: every candidate (0). The size is chosen by leave-one-window-out backtest (:func:`_combination_size`). [count]
 COMBINE_SIZES = (3, 5, 0)
@@ -127,7 +129,8 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     levels : sequence of int
         Central prediction-interval levels. [%]
     candidates : sequence of str, optional
-        Names from :data:`forecasting.models.MODELS`; default :data:`DEFAULT_CANDIDATES`.
+        Names from :data:`forecasting.models.MODELS`; default :func:`default_candidates`
+        (:data:`DEFAULT_CANDIDATES`, without ``profile_weekdays`` once a season spans the week).
     windows : int
         Rolling-origin backtest windows the candidates are chosen on. [count]
     calibration_windows : int
@@ -196,7 +199,7 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     values = values.loc[values.first_valid_index():]
     z, observed, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon,
                                                               season_lengths, max_train_seasons, clean_outliers)
-    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or DEFAULT_CANDIDATES)), windows,
+    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or default_candidates(seasons, len(z)))), windows,
                      max(windows, calibration_windows), log, offset, observed)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
@@ -252,6 +255,16 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
     info = {"gaps_filled": int(np.isnan(raw).sum()), "zeros_as_gaps": zero_gaps, "outliers_replaced": int(replaced),
             "train_length": len(z), "warnings": notes}
     return z, observed, (log, offset), seasons, info
+
+
+def default_candidates(seasons: Sequence[int], n: int) -> tuple[str, ...]:
+    """:data:`DEFAULT_CANDIDATES` for a series of ``n`` steps with these seasons.
+
+    ``profile_weekdays`` (the weekly cycle of daily levels) is left out where a season with two
+    cycles in the history already spans the week (:func:`forecasting.models.models_the_week`): the
+    seasonal candidates model it there, and a history shorter than two weeks is where only it can.
+    """
+    return tuple(c for c in DEFAULT_CANDIDATES if c != WEEKDAY_CANDIDATE or not models_the_week(seasons, n))
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,

@@ -225,7 +225,15 @@ def window_adjusted_level(errors: np.ndarray, level: float) -> float:
     needed = np.concatenate([_needed_levels(pooled, scale, held) for pooled, scale, held in parts] or [np.empty(0)])
     if needed.size == 0:
         return float(level)
-    return float(np.clip(np.quantile(needed, level / 100, method="inverted_cdf"), level, 100 - 1e-6))
+    used = float(np.clip(np.quantile(needed, level / 100, method="inverted_cdf"), level, 100 - 1e-6))
+    # Tied pooled errors and a held-out error a hair above them (closer than a float's rank
+    # resolution) can leave the inversion one rank short: then the next needed level up is used,
+    # until the leave-one-window-out coverage reaches ``level`` (on real errors: never taken).
+    for higher in np.unique(needed[needed > used]):
+        if _coverage(parts, used) >= level / 100:
+            break
+        used = float(min(higher, 100 - 1e-6))
+    return used
 
 
 def _needed_levels(pooled: np.ndarray, scale: np.ndarray, held: np.ndarray) -> np.ndarray:

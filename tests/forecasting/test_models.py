@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capplan.forecasting.models import LEVEL_WINDOWS, profile_ses, profile_ses_hourly, profile_windows
+from capplan.forecasting.models import (LEVEL_WINDOWS, WEEK_CYCLES, profile_ses, profile_ses_hourly, profile_weekdays,
+                                        profile_windows)
 
 
-@pytest.mark.parametrize("model", [profile_ses, profile_ses_hourly, profile_windows])
+@pytest.mark.parametrize("model", [profile_ses, profile_ses_hourly, profile_windows, profile_weekdays])
 def test_profile_golden_shape_on_a_constant_level(model):
     # a fixed daily shape at a constant level: the forecast is that day again, exactly (shape taken
     # out, the per-cycle means and the hourly series are both constant, and smoothing returns them)
@@ -87,6 +88,57 @@ def test_profile_windows_level_within_the_daily_levels_and_moves_with_a_constant
     recent = day_levels[-LEVEL_WINDOWS:]
     assert min(recent) - 1e-9 <= (out - shape).mean() <= max(recent) + 1e-9
     np.testing.assert_allclose(profile_windows(z + shift, 24, (24,)), out + shift, atol=1e-9)
+
+
+def test_profile_weekdays_golden_twelve_days_with_a_weekend_and_a_level_shift():
+    """Twelve days (the ServeGen protocol's history) of one shape; log levels by day 0..11:
+    0 0 0 0 0 -1 -1 | 0.5 0.5 0.5 0.5 0.5 (a weekend at -1, then the level rose by 0.5).
+    k = min(7, 12 - 7) = 5: recent level = mean(days 7..11) = 0.5. Day 12 is at the position of day 5
+    a week later: day 5 stood at -1 against the 5 days before it (days 0..4, mean 0), so -1; day 13
+    likewise (day 6: -1 - 0 = -1). By hand: days 12 and 13 at 0.5 - 1 = -0.5 each, then day 14 at the
+    position of day 7, which stood 0.5 - 0 = +0.5 above the days before it: 0.5 + 0.5 = 1.0 (a step a week
+    ago is carried once more, as the weekly naive with drift carries a trend)."""
+    shape = np.log(np.array([1.0, 2, 4, 2] * 6))
+    shape = shape - shape.mean()
+    levels = [0.0] * 5 + [-1.0] * 2 + [0.5] * 5
+    z = np.concatenate([level + shape for level in levels])
+    expected = np.concatenate([-0.5 + shape, -0.5 + shape, 1.0 + shape])
+    np.testing.assert_allclose(profile_weekdays(z, 72, (24,)), expected, atol=1e-12)
+
+
+def test_profile_weekdays_takes_the_weekly_cycle_from_the_longest_season_and_the_median_over_weeks():
+    """Five weeks of daily levels repeating (1, 1, 1, 1, 1, 0, 0) plus, in the second-last week only, an odd
+    day at +3 on its first day: the median over the last four weeks ignores that week, so the coming week
+    is the pattern again at the same level (the recent window is the last week, whose mean is the pattern's)."""
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    week = [1.0, 1, 1, 1, 1, 0, 0]
+    levels = week * 5
+    levels[21] += 3.0
+    z = np.concatenate([level + shape for level in levels])
+    expected = np.concatenate([level + shape for level in week])
+    np.testing.assert_allclose(profile_weekdays(z, 168, (24, 168)), expected, atol=1e-9)
+    np.testing.assert_allclose(profile_weekdays(z, 168, (24,)), expected, atol=1e-9)  # 7 cycles by default
+    assert WEEK_CYCLES == 7
+
+
+def test_profile_weekdays_without_a_week_and_a_cycle_is_profile_windows():
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    z = np.concatenate([level + shape for level in (0.0, 1, 2, 0.5, 1, 3, 2)])  # 7 days: no base window
+    np.testing.assert_array_equal(profile_weekdays(z, 30, (24,)), profile_windows(z, 30, (24,)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-3, 3), min_size=8, max_size=40), st.floats(-5, 5), st.integers(1, 400))
+def test_profile_weekdays_moves_with_a_constant_and_repeats_weekly(day_levels, shift, horizon):
+    """Invariants: adding a constant to the series adds it to the forecast; the forecast's daily levels
+    repeat with the week (day j and day j + 7 alike), since the recent level is held."""
+    shape = np.sin(2 * np.pi * np.arange(24) / 24)
+    z = np.concatenate([level + shape for level in day_levels])
+    out = profile_weekdays(z, horizon, (24,))
+    assert out.shape == (horizon,) and np.all(np.isfinite(out))
+    np.testing.assert_allclose(profile_weekdays(z + shift, horizon, (24,)), out + shift, atol=1e-9)
+    if horizon > 168:
+        np.testing.assert_allclose(out[168:], out[:horizon - 168], atol=1e-9)
 
 
 @pytest.mark.parametrize("model", ["mstl_ses", "mstl_ets"])

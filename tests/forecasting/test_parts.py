@@ -137,6 +137,17 @@ def test_window_adjusted_level_goes_to_the_largest_error_when_no_level_covers():
     assert intervals.window_adjusted_level(errors, 80) == pytest.approx(100, abs=1e-5)
 
 
+def test_window_adjusted_level_reaches_coverage_when_an_error_sits_a_hair_above_tied_ones():
+    """Found by hypothesis (session 14): window 0's errors have three tied zeros, window 1's first error is
+    1e-300. Held out against window 0, 1e-300 interpolates to the rank of the last zero (6 of 7 + a
+    fraction below float resolution), so the inversion says level 50, whose rounded-rank bound is 0 and
+    does not cover it: cross-validated coverage 3/7 < 0.5. The level moves up to the next needed one."""
+    errors = np.array([[1.0, -1, -1, -1, 0, 0, 0], [1e-300, 1, 1, 1, 0, 0, 0]])
+    used = intervals.window_adjusted_level(errors, 50)
+    assert 50 < used < 100
+    assert intervals.cross_validated_coverage(errors, used) >= 0.5
+
+
 @settings(max_examples=30, deadline=None)
 @given(errors=arrays(float, st.tuples(st.integers(2, 6), st.integers(1, 12)), elements=st.floats(-10, 10)),
        level=st.sampled_from([50, 80, 95]))
