@@ -255,8 +255,7 @@ def _evidence_chart_plan(evidence: EvidenceInputs) -> list[tuple[str, str, str, 
         ("token-distributions", "Token lengths and their drift", token_caption,
          lambda: charts.chart_png(_draw_tokens, evidence.drift.token_hist, n_axes=2)),
     ]
-    for ev in evidence.slos:
-        key = SLO_CHART_PREFIX + "".join(ch if ch.isalnum() else "-" for ch in ev.status.name.lower())
+    for ev, key in zip(evidence.slos, slo_chart_keys([ev.status.name for ev in evidence.slos])):
         out.append((key, f"Error budget: {ev.status.name}",
                     f"Error budget left over the rolling {ev.status.window_days}-day window "
                     f"(target {ev.status.target:.3%}); shaded: burn-rate alert episodes"
@@ -265,6 +264,21 @@ def _evidence_chart_plan(evidence: EvidenceInputs) -> list[tuple[str, str, str, 
                        if "window_full" in ev.burndown and not ev.burndown["window_full"].all() else "") + ".",
                     lambda ev=ev: charts.chart_png(charts.plot_burn_down, ev.burndown, ev.episodes)))
     return out
+
+
+def slo_chart_keys(names: Sequence[str]) -> list[str]:
+    """Chart key (and PNG name) of each SLO's burn-down: ``slo-`` and the name, lower case, every character
+    other than a letter or digit a ``-``; names that come out alike (``p99 latency``, ``p99-latency``) get
+    ``-2``, ``-3`` … in their order, so no chart overwrites another."""
+    keys: list[str] = []
+    for name in names:
+        base = SLO_CHART_PREFIX + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
+        key, n = base, 1
+        while key in keys:
+            n += 1
+            key = f"{base}-{n}"
+        keys.append(key)
+    return keys
 
 
 def _step_peak_caption(measured: Sequence[MeasuredInputs]) -> str:

@@ -141,3 +141,13 @@ def test_the_report_shows_the_operating_curves_under_the_pools_table(tmp_path: P
     assert "![Throughput and TPOT against batch, per pool (modelled)](charts/operating-curve.png)" in md
     assert '<figure id="chart-operating-curve">' in render_html(report)
     assert (write_report(report, tmp_path, {}) / "charts" / "operating-curve.png").is_file()
+
+
+def test_slo_names_that_slug_alike_get_distinct_chart_keys():
+    """``p99 latency`` and ``p99-latency`` both slug to ``slo-p99-latency``: before, the second burn-down
+    overwrote the first's PNG and chart entry; now the second is ``slo-p99-latency-2``."""
+    from capplan.reports.assemble import slo_chart_keys
+
+    assert slo_chart_keys(["p99 latency", "p99-latency", "Availability", "P99 Latency"]) == [
+        "slo-p99-latency", "slo-p99-latency-2", "slo-availability", "slo-p99-latency-3"]
+    assert slo_chart_keys([]) == []
