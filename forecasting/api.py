@@ -130,7 +130,8 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
         Central prediction-interval levels. [%]
     candidates : sequence of str, optional
         Names from :data:`forecasting.models.MODELS`; default :func:`default_candidates`
-        (:data:`DEFAULT_CANDIDATES`, without ``profile_weekdays`` once a season spans the week).
+        (:data:`DEFAULT_CANDIDATES`; ``profile_weekdays`` only for a daily cycle with no season
+        spanning the week yet).
     windows : int
         Rolling-origin backtest windows the candidates are chosen on. [count]
     calibration_windows : int
@@ -199,8 +200,8 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     values = values.loc[values.first_valid_index():]
     z, observed, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon,
                                                               season_lengths, max_train_seasons, clean_outliers)
-    result = _choose(z, horizon, seasons, tuple(dict.fromkeys(candidates or default_candidates(seasons, len(z)))), windows,
-                     max(windows, calibration_windows), log, offset, observed)
+    names = tuple(dict.fromkeys(candidates or default_candidates(seasons, len(z), prepare.steps_per_day(values.index))))
+    result = _choose(z, horizon, seasons, names, windows, max(windows, calibration_windows), log, offset, observed)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
     result.info.update({
@@ -257,14 +258,18 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
     return z, observed, (log, offset), seasons, info
 
 
-def default_candidates(seasons: Sequence[int], n: int) -> tuple[str, ...]:
-    """:data:`DEFAULT_CANDIDATES` for a series of ``n`` steps with these seasons.
+def default_candidates(seasons: Sequence[int], n: int, steps_per_day: int | None) -> tuple[str, ...]:
+    """:data:`DEFAULT_CANDIDATES` for a series of ``n`` steps with these seasons and ``steps_per_day``.
 
-    ``profile_weekdays`` (the weekly cycle of daily levels) is left out where a season with two
-    cycles in the history already spans the week (:func:`forecasting.models.models_the_week`): the
-    seasonal candidates model it there, and a history shorter than two weeks is where only it can.
+    ``profile_weekdays`` (the weekly cycle of daily levels, seven cycles of the shortest season) is
+    kept only where that season is the day (``steps_per_day``: 24 for hourly data; ``None`` for a
+    calendar frequency or a plain index) and no season with two cycles in the history already spans
+    the week (:func:`forecasting.models.models_the_week`): the seasonal candidates model it there,
+    and an hourly history shorter than two weeks is where only it can.
     """
-    return tuple(c for c in DEFAULT_CANDIDATES if c != WEEKDAY_CANDIDATE or not models_the_week(seasons, n))
+    weekdays = (steps_per_day is not None and bool(seasons) and seasons[0] == steps_per_day
+                and not models_the_week(seasons, n))
+    return tuple(c for c in DEFAULT_CANDIDATES if c != WEEKDAY_CANDIDATE or weekdays)
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,

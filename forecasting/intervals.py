@@ -228,11 +228,13 @@ def window_adjusted_level(errors: np.ndarray, level: float) -> float:
     used = float(np.clip(np.quantile(needed, level / 100, method="inverted_cdf"), level, 100 - 1e-6))
     # Tied pooled errors and a held-out error a hair above them (closer than a float's rank
     # resolution) can leave the inversion one rank short: then the next needed level up is used,
-    # until the leave-one-window-out coverage reaches ``level`` (on real errors: never taken).
+    # until the leave-one-window-out coverage (rounded ranks, the figure ``fc.attrs`` reports) reaches ``level``.
+    if _coverage(parts, used) >= level / 100:
+        return used
     for higher in np.unique(needed[needed > used]):
+        used = float(min(higher, 100 - 1e-6))
         if _coverage(parts, used) >= level / 100:
             break
-        used = float(min(higher, 100 - 1e-6))
     return used
 
 

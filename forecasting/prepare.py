@@ -84,6 +84,18 @@ def frequency(index: pd.DatetimeIndex) -> str | None:
         return pd.infer_freq(index)
 
 
+def steps_per_day(index: pd.Index) -> int | None:
+    """Steps of a day in a regular ``DatetimeIndex`` whose step divides a day (24 for hourly), else ``None``."""
+    if not isinstance(index, pd.DatetimeIndex) or (freq := frequency(index)) is None:
+        return None
+    try:
+        step = pd.Timedelta(pd.tseries.frequencies.to_offset(freq))
+    except ValueError:  # a calendar frequency (months, business days): no fixed step
+        return None
+    day = pd.Timedelta(days=1)
+    return int(day // step) if step > pd.Timedelta(0) and day % step == pd.Timedelta(0) else None
+
+
 def future_index(index: pd.Index, horizon: int) -> pd.Index:
     """The ``horizon`` periods that follow ``index``."""
     if isinstance(index, pd.DatetimeIndex):

@@ -343,3 +343,30 @@ def test_attrs_say_how_the_combination_and_the_interval_width_were_chosen():
     assert "widened x" in fc.attrs["interval_width"]
     assert "against the observed values" in fc.attrs["interval_width"]
     assert "quantile of the levels each held-out window's errors needed" in fc.attrs["interval_width"]
+
+
+def _weekly_days(days: int, freq: str, steps: int) -> pd.Series:
+    """``days`` days of ``steps`` steps each: a daily cycle on daily levels that dip on days 5 and 6 of each week."""
+    rng = np.random.default_rng(3)
+    t = np.arange(days * steps)
+    level = np.where((t // steps) % 7 >= 5, np.log(0.6), 0.0)
+    cycle = 0.5 * np.sin(2 * np.pi * t / steps) if steps > 1 else 0.0
+    values = 100 * np.exp(level + cycle + rng.normal(0, 0.05, t.size))
+    return pd.Series(values, index=pd.date_range("2026-01-05", periods=t.size, freq=freq))
+
+
+@pytest.mark.parametrize(("days", "freq", "steps", "tried"), [
+    (12, "h", 24, True),     # hourly, under two weeks: no season spans the week, only profile_weekdays sees it
+    (28, "h", 24, False),    # hourly, four weeks: the 168-hour season models the week
+    (400, "D", 1, False),    # daily: the shortest season is the week itself (7), not a day
+    (120, "D", 1, False),
+])
+def test_profile_weekdays_is_tried_only_for_a_daily_cycle_with_no_season_spanning_the_week(days, freq, steps, tried):
+    from capplan.forecasting.api import default_candidates
+
+    y = _weekly_days(days, freq, steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fit(y, 2 * steps if steps > 1 else 14)
+    assert ("profile_weekdays" in result.info["backtest"]["scores"]) is tried
+    assert ("profile_weekdays" in default_candidates((24,), 288, None)) is False  # a plain index: no day known
