@@ -91,6 +91,10 @@ ROLLUP_MEMORY_LIMIT_MIB = 256
 """DuckDB ``memory_limit`` held during a refresh [MiB]: DuckDB keeps every block a scan reads until
 the limit (80 % of RAM by default), so without it a full rebuild's memory grows with the table."""
 _BATCH_ROWS = 1 << 19
+# Above ROLLUP_WINDOW_ROWS, so a window (busiest single hours aside) is one Arrow batch and its float sums are
+# added in one order however the hours are cut into windows: the rebuild-vs-refresh and joined-window tests
+# compare those sums exactly.
+assert _BATCH_ROWS >= ROLLUP_WINDOW_ROWS
 
 
 def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:

@@ -289,7 +289,8 @@ def test_plan_windows_tiles_the_hours_within_the_limits(hour_rows, max_hours, ma
        max_rows=st.integers(1, 120), thin_rows=st.integers(0, 60), max_thin_hours=st.integers(1, 100))
 def test_thin_windows_join_within_the_limits(hour_rows, max_hours, max_rows, thin_rows, max_thin_hours):
     """Thin windows join while the joined window keeps the row budget and ``max_thin_hours``; every window
-    is a run of the windows of the plain plan, and a window that is not thin is one of them, alone."""
+    is a run of the windows of the plain plan, a window that is not thin is one of them, alone, and a join
+    stops only where the next window is not thin or would break a limit (so never joining fails)."""
     rows = np.array(hour_rows, dtype=np.int64)
     plain = plan_windows(rows, max_hours, max_rows)
     windows = plan_windows(rows, max_hours, max_rows, thin_rows=thin_rows, max_thin_hours=max_thin_hours)
@@ -300,6 +301,10 @@ def test_thin_windows_join_within_the_limits(hour_rows, max_hours, max_rows, thi
         if len(parts) > 1:  # joined: thin parts, within the budget
             assert all(rows[c:d].sum() < thin_rows for c, d in parts)
             assert rows[a:b].sum() <= max_rows and b - a <= max_thin_hours
+        following = [(c, d) for c, d in plain if c == b]
+        if rows[parts[0][0]:parts[0][1]].sum() < thin_rows and following:  # a join stopped for a reason:
+            c, d = following[0]  # the next plain window is not thin, or would break a limit of the join
+            assert rows[c:d].sum() >= thin_rows or rows[a:d].sum() > max_rows or d - a > max_thin_hours
     assert plan_windows(rows, max_hours, max_rows, thin_rows=0) == plain
 
 
