@@ -30,6 +30,7 @@ from capplan.plan import demand, evidence, inputs, pool_plan, pools, throughput,
 from capplan.profile import refresh_rollups
 from capplan.reports import assemble
 from capplan.reports.document import PlanReport
+from capplan.reports.formatting import slug
 from capplan.reports.render import finance_table, render_markdown, write_report
 from capplan.runtime import in_worker, in_workers
 
@@ -250,4 +251,4 @@ def publish_artifacts(report: PlanReport, folder: Path) -> None:
 
 def _artifact_key(name: str) -> str:
     """A Prefect artifact key part: lower-case letters, digits and dashes only."""
-    return "".join(ch if ch.isalnum() else "-" for ch in str(name).lower()).strip("-") or "pool"
+    return slug(name).strip("-") or "pool"

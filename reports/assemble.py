@@ -24,6 +24,7 @@ from capplan.history.store import FLEET as HISTORY_FLEET
 from capplan.plan.pool_plan import FleetPlan, PoolPlan
 from capplan.reports import charts
 from capplan.reports.document import ALL_GPUS, FLEET, MIXED, Chart, PlanReport, Table
+from capplan.reports.formatting import slug
 from capplan.sizing.cost.plan import OPTIONS
 
 #: Days of hourly history drawn before the forecast fan. [days]
@@ -272,7 +273,7 @@ def slo_chart_keys(names: Sequence[str]) -> list[str]:
     ``-2``, ``-3`` … in their order, so no chart overwrites another."""
     keys: list[str] = []
     for name in names:
-        base = SLO_CHART_PREFIX + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
+        base = SLO_CHART_PREFIX + slug(name)
         key, n = base, 1
         while key in keys:
             n += 1

@@ -52,6 +52,12 @@ _UNIT_SUFFIXES = (("_usd", "USD"), ("_pct", "%"), ("_fraction", "fraction"), ("_
                   ("_rps", "requests/s"), ("_qps", "requests/s"), ("_tokens", "tokens"), ("_gib", "GiB"))
 
 
+def slug(name: object) -> str:
+    """``name`` as lower-case letters, digits and dashes (every other character a dash): the one rule for the
+    report's chart file names and the plan's Prefect artifact keys."""
+    return "".join(ch if ch.isalnum() else "-" for ch in str(name).lower())
+
+
 def column_label(column: str) -> str:
     """The header a person reads for ``column``: a known label, else the words of the name and its unit."""
     if column in COLUMN_LABELS:
