@@ -261,6 +261,23 @@ def test_the_charts_stage_draws_what_the_evidence_charts_left_and_returns_every_
     assert all(c is kept[c.key] for c in charts if c.key in kept)  # kept as drawn beside the forecast, not redrawn
 
 
+def test_slos_whose_names_slug_alike_get_a_burn_down_chart_each(planned_report):
+    """Two SLOs named ``p99 latency`` and ``p99-latency`` (the real SLO stage's result, twice, renamed): before session 14
+    both charts were keyed ``slo-p99-latency`` and the second overwrote the first; now the second is ``-2``."""
+    import dataclasses
+
+    _folder, cfg = planned_report
+    _hourly, daily, pools, by_pool = tasks.profile_traffic.fn(cfg)
+    measured = tasks.measure_request_mix.fn(cfg, pools, by_pool)
+    slos, drift = tasks.check_slos.fn(cfg), tasks.find_drift.fn(cfg)
+    renamed = [dataclasses.replace(slos[0], status=dataclasses.replace(slos[0].status, name=name))
+               for name in ("p99 latency", "p99-latency")]
+    evidence = tasks.draw_evidence_charts.fn(cfg, daily, measured, renamed, drift)
+    burn_downs = [c for c in evidence if c.key.startswith("slo-")]
+    assert [c.key for c in burn_downs] == ["slo-p99-latency", "slo-p99-latency-2"]
+    assert [c.title for c in burn_downs] == ["Error budget: p99 latency", "Error budget: p99-latency"]
+
+
 def test_a_failing_stage_fails_the_run_with_its_cause(prefect_harness, write_plan_config, tmp_path):
     cfg = load_config(write_plan_config(tmp_path, [str(tmp_path / "nothing-*.parquet")]))
     seen = []
