@@ -177,9 +177,9 @@ def profile_weekdays(z: np.ndarray, horizon: int, season_lengths: Sequence[int])
     the level change since (a seasonal random walk with drift: a linear trend
     is carried exactly; a step during the last week is read as that weekday's
     own, carried once more on top of the recent level and repeated every week
-    of the horizon — the backtest keeps the candidate out where that hurts). With several weeks of history the relative level
-    is the median over the last :data:`WEEKDAY_WEEKS` weeks (robust to one odd
-    week). The shape is :func:`profile_ses`'s. Needs a week and a cycle of
+    of the horizon — the backtest keeps the candidate out where that hurts).
+    With several weeks of history the relative level is the median over the
+    last :data:`WEEKDAY_WEEKS` weeks (robust to one odd week). The shape is :func:`profile_ses`'s. Needs a week and a cycle of
     history; with less it is :func:`profile_windows`. No parameter is fitted.
     In the default set only for a daily cycle while no season models the week
     (:func:`forecasting.api.default_candidates`): hourly histories shorter than two weeks.
