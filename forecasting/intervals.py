@@ -81,7 +81,11 @@ def growth_exponent(scale: np.ndarray) -> float:
     quarter = max(1, h_bt // 4)
     if h_bt < GROWTH_MIN_STEPS or not scale[quarter - 1] > 0:
         return 0.5
-    return float(np.clip(np.log(scale[-1] / scale[quarter - 1]) / np.log(h_bt / quarter), 0.0, 0.5))
+    with np.errstate(over="ignore"):
+        ratio = scale[-1] / scale[quarter - 1]
+    # the ratio of a large scale to a subnormal one overflows (hypothesis found it): then a difference of logs
+    log_ratio = np.log(ratio) if np.isfinite(ratio) else np.log(scale[-1]) - np.log(scale[quarter - 1])
+    return float(np.clip(log_ratio / np.log(h_bt / quarter), 0.0, 0.5))
 
 
 def conformal_offsets(errors: np.ndarray, horizon: int,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -97,6 +99,17 @@ def test_step_scale_grows_beyond_the_backtest_as_the_backtests_grew():
     # errors growing linearly are capped at 1/2; too few steps to read a growth from: 1/2 assumed
     assert intervals.growth_exponent(np.arange(1.0, 33.0)) == 0.5
     assert intervals.growth_exponent(np.ones(4)) == 0.5
+
+
+def test_growth_exponent_of_a_scale_from_a_subnormal_start_is_finite_and_silent():
+    # hypothesis found it: 1e300 / 5e-324 overflowed to inf with a RuntimeWarning (capped at 1/2 all the same)
+    scale = np.concatenate([np.full(4, 5e-324), np.full(12, 1e300)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert intervals.growth_exponent(scale) == 0.5
+    # tiny but normal scales read the same growth as any others: sqrt(2) over a fourfold lead is 1/4
+    tiny = np.concatenate([np.full(4, 1e-300), np.full(12, np.sqrt(2) * 1e-300)])
+    assert intervals.growth_exponent(tiny) == pytest.approx(0.25)
 
 
 def test_conformal_quantiles_golden():
