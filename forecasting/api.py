@@ -19,7 +19,7 @@ from capplan.forecasting.models import MODELS, models_the_week
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
-DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "seasonal_profile", "profile_ses", "profile_ses_hourly",
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "own_period_naive", "seasonal_profile", "profile_ses", "profile_ses_hourly",
                       "profile_weekdays", "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
 #: In the default set only while no season models the week (:func:`default_candidates`).
 WEEKDAY_CANDIDATE = "profile_weekdays"
@@ -29,6 +29,12 @@ COMBINE_SIZES = (3, 5, 0)
 #: A larger combination is preferred unless a smaller one's cross-validated MASE is lower by more
 #: than this share (the larger is the safer bet on a few short windows). [fraction]
 COMBINE_TOLERANCE = 0.10
+#: One candidate alone instead of a combination only where its leave-one-window-out MASE is at most
+#: this share of the best combination's: a candidate in another class on every window the ranking did
+#: not see (a cycle only it follows), not one that was lucky on a few short windows. On ServeGen's
+#: noisy clients the best single candidate scored 0.68-0.99 of the best combination; a cycle at its
+#: own period on M4 0.1-0.4 (session 15). [ratio]
+SINGLE_GAIN = 0.5
 #: Size used when there are too few backtest windows to cross-validate the choice. [count]
 COMBINE_TOP = 3
 #: Backtest origins the chosen combination's interval is calibrated on (the selection windows
@@ -169,7 +175,9 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
       backtest, the larger unless a smaller one is better by more than
       :data:`COMBINE_TOLERANCE` (``attrs["combination"]``). Combining, rather
       than taking the single best, won M4 and avoids the occasional blow-up of a
-      model that was lucky in a few windows.
+      model that was lucky in a few windows; one candidate alone only where it
+      beats every combination by :data:`SINGLE_GAIN` on windows it was not
+      ranked on (a cycle only it follows, e.g. ``own_period_naive``).
     - Zeros that are at most 5 % of the observations are read as logging gaps
       (:func:`prepare.rare_zeros_as_gaps`, ``attrs["zeros_as_gaps"]``).
     - Positive series are modelled on the log scale ``log(y + c)``
@@ -344,9 +352,10 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     return Fit(pd.DataFrame(), z, log, seasons, components, errors, info, offset=offset)
 
 
-COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
+COMBINATION_RULE = (f"mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
                     "3, 5 and all, the one whose leave-one-window-out MASE is lowest (each window scored on "
-                    "the ranking of the others)")
+                    "the ranking of the others); the best candidate alone only where its leave-one-window-out "
+                    f"MASE is at most {SINGLE_GAIN:g}x the best combination's")
 
 
 def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_window: dict[str, np.ndarray],
@@ -356,8 +365,10 @@ def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_wi
     For each size in :data:`COMBINE_SIZES` and each backtest window, the
     candidates are ranked on the *other* windows' MASE and the mean of the best
     ``k`` is scored on the held-out window; the size with the lowest mean score
-    wins (the smaller on a tie). Returns the size and every size's score
-    (``{"3": .., "5": .., "all": ..}``); with fewer than two windows,
+    wins (the smaller on a tie). The best candidate alone is scored the same
+    way and taken only where its score is at most :data:`SINGLE_GAIN` of the
+    best combination's. Returns the size and every size's score
+    (``{"3": .., "5": .., "all": .., "1": ..}``); with fewer than two windows,
     :data:`COMBINE_TOP` and no scores.
     """
     n_windows = len(y_act)
@@ -376,7 +387,17 @@ def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_wi
         cv[k] = float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
     best = min(cv.values())
     size = max(k for k, v in cv.items() if v <= (1 + COMBINE_TOLERANCE) * best)
-    return size, {("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}
+    scores = {("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}
+    if len(ranked) > 1:
+        # The best candidate alone, ranked on the other windows like the combinations.
+        single = []
+        for w in range(n_windows):
+            others = np.delete(table, w, axis=1).mean(axis=1)
+            single.append(float(table[np.argsort(others, kind="stable")[0], w]))
+        scores["1"] = float(np.mean(single)) if np.all(np.isfinite(single)) else float("inf")
+        if scores["1"] <= SINGLE_GAIN * best:
+            size = 1
+    return size, scores
 
 
 def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index, interval_method: str,

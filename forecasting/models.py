@@ -32,6 +32,13 @@ LEVEL_WINDOWS = 7
 WEEK_CYCLES = 7
 #: Weeks ``profile_weekdays`` takes the median of each weekday's relative level over. [weeks]
 WEEKDAY_WEEKS = PROFILE_SEASONS
+#: ``own_period_naive`` leaves the nominal period only for a lag whose mean absolute change from
+#: one cycle to the next is at most this share of the nominal period's: a cycle that clearly runs
+#: at another period (a clock that drifts an hour a day), not a lag that fits noise a little
+#: better. [ratio]
+OWN_PERIOD_GAIN = 0.5
+#: Cycles of the nominal period over which ``own_period_naive`` compares the lags. [cycles]
+OWN_PERIOD_CYCLES = 3
 
 
 def _repeat_last(values: np.ndarray, period: int, horizon: int) -> np.ndarray:
@@ -54,6 +61,42 @@ def seasonal_naive(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -
     """The last cycle of the shortest usable season repeated (naive if none)."""
     usable = _usable(season_lengths, len(z), cycles=1)
     return _repeat_last(z, usable[0], horizon) if usable else naive(z, horizon, ())
+
+
+def own_period(z: np.ndarray, period: int) -> int:
+    """The series' own period near the nominal ``period``: the lag with the smallest mean |change|. [steps]
+
+    Lags from just over half to just under one and a half times ``period`` are compared
+    by the mean of ``|z_t - z_(t-lag)|`` over the last :data:`OWN_PERIOD_CYCLES` nominal
+    cycles; the best lag replaces ``period`` only where it cuts that mean to
+    :data:`OWN_PERIOD_GAIN` of the nominal period's or less. Otherwise (and with too
+    little history to compare: ``OWN_PERIOD_CYCLES`` cycles plus the longest lag) the
+    nominal period.
+    """
+    lags = np.arange(period // 2 + 1, (3 * period + 1) // 2)
+    span = OWN_PERIOD_CYCLES * period
+    if period < 2 or len(z) < span + lags[-1]:
+        return period
+    recent = z[len(z) - span:]
+    change = {int(lag): float(np.mean(np.abs(recent - z[len(z) - span - lag:len(z) - lag]))) for lag in lags}
+    best = min(change, key=change.get)
+    return best if 0 < change[period] and change[best] <= OWN_PERIOD_GAIN * change[period] else period
+
+
+def own_period_naive(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
+    """The last cycle repeated at the series' own period near the shortest usable season.
+
+    A seasonal naive whose cycle length is read from the data (:func:`own_period`): some
+    cycles do not run at the calendar's period (a series whose daily shape comes an hour
+    earlier each day repeats every 23 hours, and the 24-hour seasonal naive and every
+    seasonal model then miss by an hour a day, more the older the cycles they average).
+    Where the nominal period fits, it is :func:`seasonal_naive` and the backtest drops it
+    as a duplicate.
+    """
+    usable = _usable(season_lengths, len(z), cycles=1)
+    if not usable:
+        return naive(z, horizon, ())
+    return _repeat_last(z, own_period(z, usable[0]), horizon)
 
 
 def seasonal_naive_long(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) -> np.ndarray:
@@ -355,6 +398,7 @@ MODELS: dict[str, Model] = {
     "naive": naive,
     "seasonal_naive": seasonal_naive,
     "seasonal_naive_long": seasonal_naive_long,
+    "own_period_naive": own_period_naive,
     "seasonal_profile": seasonal_profile,
     "profile_ses": profile_ses,
     "profile_ses_hourly": profile_ses_hourly,

@@ -337,8 +337,11 @@ def test_attrs_say_how_the_combination_and_the_interval_width_were_chosen():
     fc = forecast(hourly(), horizon=24, season_lengths=(24,))
     combination = fc.attrs["combination"]
     assert combination["size"] == len(fc.attrs["components"])
-    assert set(combination["cross_validated_mase"]) <= {"3", "5", "all"}
-    assert combination["size"] in (3, 5, len(fc.attrs["backtest"]["scores"]) - 1)
+    assert set(combination["cross_validated_mase"]) <= {"1", "3", "5", "all"}
+    assert combination["size"] in (1, 3, 5, len(fc.attrs["backtest"]["scores"]) - 1)
+    scores = combination["cross_validated_mase"]
+    # one candidate alone only where it halves the best combination's cross-validated error
+    assert (combination["size"] == 1) == (scores["1"] <= 0.5 * min(v for k, v in scores.items() if k != "1"))
     assert fc.attrs["interval_width"].startswith("errors of 10 backtest windows of 24 steps")
     assert "widened x" in fc.attrs["interval_width"]
     assert "against the observed values" in fc.attrs["interval_width"]
