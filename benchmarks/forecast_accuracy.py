@@ -23,6 +23,9 @@ mean MASE (in-sample 24 h seasonal-naive scale) and its ratio to the 24 h
 seasonal naive's, the share of series where it beats the seasonal naive, and
 pooled coverage of the 80 % and 95 % intervals over all series and hours. The
 same for the pools' aggregate series (the sum of each pool's clients).
+``--split tail`` cuts every client to those first 288 hours before anything
+else reads it (hours 288+ are never used), trains on hours 0-239 and scores
+240-287, for choosing methods without the scored days.
 
 ``--quick`` runs a few series of each suite and skips the 2-year timing: a check
 that everything runs, for CI. The speed of one 2-year hourly series is given as
@@ -71,15 +74,23 @@ QUICK_SERIES = {"m4": 3, "servegen": 6}
 SEASONAL_NAIVE_24 = "seasonal_naive_24h"
 
 
-def load_servegen(data_dir: Path, limit: int | None) -> list[tuple[str, pd.Series, np.ndarray]]:
+def load_servegen(data_dir: Path, limit: int | None,
+                  split: str = "test") -> list[tuple[str, pd.Series, np.ndarray]]:
     """(id, training series, test values) per client, then one aggregate per pool (``pool:<name>``).
 
     ``limit`` keeps that many clients, evenly spaced over the sorted ids (so
-    every pool is represented), and their pools' aggregates.
+    every pool is represented), and their pools' aggregates. ``split="tail"``
+    cuts every client to its first :data:`SERVEGEN_TRAIN_HOURS` before anything
+    else reads it and holds out the last :data:`HORIZON_STEPS` of those, so
+    methods can be compared without the scored hours.
     """
     frame = pd.read_csv(data_dir / "clients_hourly.csv", parse_dates=["hour"])
     clients = {sid: part.set_index("hour")["qps"].sort_index().asfreq("h")
                for sid, part in frame.groupby("series_id", sort=True)}
+    cut = SERVEGEN_TRAIN_HOURS
+    if split == "tail":
+        clients = {sid: y.iloc[:SERVEGEN_TRAIN_HOURS] for sid, y in clients.items()}
+        cut = SERVEGEN_TRAIN_HOURS - HORIZON_STEPS
     ids = sorted(clients)
     if limit:
         ids = [ids[int(i)] for i in np.linspace(0, len(ids) - 1, min(limit, len(ids)))]
@@ -88,8 +99,7 @@ def load_servegen(data_dir: Path, limit: int | None) -> list[tuple[str, pd.Serie
         pool = "pool:" + sid.rsplit("-", 1)[0]
         pools[pool] = clients[sid] if pool not in pools else pools[pool].add(clients[sid], fill_value=0)
     series = {**{sid: clients[sid] for sid in ids}, **pools}
-    return [(sid, y.iloc[:SERVEGEN_TRAIN_HOURS], y.iloc[SERVEGEN_TRAIN_HOURS:].to_numpy(float))
-            for sid, y in series.items()]
+    return [(sid, y.iloc[:cut], y.iloc[cut:].to_numpy(float)) for sid, y in series.items()]
 
 
 def evaluate_servegen(args: tuple[str, pd.Series, np.ndarray]) -> dict:
@@ -144,17 +154,20 @@ def servegen_table(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(table).T.sort_values("MASE")
 
 
-def run_servegen(data_dir: Path, limit: int | None, workers: int) -> None:
+def run_servegen(data_dir: Path, limit: int | None, workers: int, split: str = "test") -> None:
     """Print the ServeGen tables (clients, then pool aggregates) and the run time."""
-    series = load_servegen(data_dir, limit)
+    series = load_servegen(data_dir, limit, split)
     started = time.perf_counter()
     rows = list(_map(evaluate_servegen, series, workers))
     wall = time.perf_counter() - started
     clients = [r for r in rows if not r["id"].startswith("pool:")]
     pools = [r for r in rows if r["id"].startswith("pool:")]
     fmt = {"float_format": lambda v: f"{v:.3f}"}
-    print(f"\nServeGen clients ({data_dir}): {len(clients)} series, train {SERVEGEN_TRAIN_HOURS} h, horizon "
-          f"{HORIZON_STEPS} h, seasons detected; MASE on the in-sample 24 h seasonal-naive scale")
+    train = SERVEGEN_TRAIN_HOURS - (HORIZON_STEPS if split == "tail" else 0)
+    scored = (f"tail split: hours {train}-{train + HORIZON_STEPS - 1} scored, hours {SERVEGEN_TRAIN_HOURS}+ unread, "
+              if split == "tail" else "")
+    print(f"\nServeGen clients ({data_dir}): {len(clients)} series, train {train} h, horizon "
+          f"{HORIZON_STEPS} h, {scored}seasons detected; MASE on the in-sample 24 h seasonal-naive scale")
     print(servegen_table(clients).to_string(**fmt))
     print(f"\nServeGen pool aggregates: {len(pools)} series")
     print(servegen_table(pools).to_string(**fmt))
@@ -325,7 +338,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--windows", type=int, default=3, help="backtest windows per series (fit's windows=)")
     parser.add_argument("--split", choices=("test", "tail"), default="test",
-                        help="M4: score the test values, or the last 48 h of each training series")
+                        help="score the test values (M4's test file, ServeGen's hours 288+), or the last 48 h of "
+                             "each training series (ServeGen: train on hours 0-239, score 240-287)")
     parser.add_argument("--rows", type=Path, default=None,
                         help="also append each M4 series' scores to this JSON-lines file as they finish")
     args = parser.parse_args(argv)
@@ -335,7 +349,8 @@ def main(argv: list[str] | None = None) -> None:
     if "m4" in suites:
         run_m4(argparse.Namespace(**{**vars(args), "limit": args.limit or (QUICK_SERIES["m4"] if args.quick else None)}))
     if "servegen" in suites:
-        run_servegen(args.servegen, args.limit or (QUICK_SERIES["servegen"] if args.quick else None), args.workers)
+        run_servegen(args.servegen, args.limit or (QUICK_SERIES["servegen"] if args.quick else None), args.workers,
+                     args.split)
     if args.quick:
         print("\n2-year hourly series: skipped (--quick)")
         return

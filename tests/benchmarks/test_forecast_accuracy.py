@@ -28,15 +28,17 @@ def _write_m4(folder: Path, n_series: int = 2, train_hours: int = 400) -> None:
     pd.DataFrame({k: v[train_hours:] for k, v in rows.items()}).T.to_csv(folder / "Hourly-test.csv")
 
 
-def _write_servegen(folder: Path) -> None:
-    """``series_id, hour, qps`` for two clients of two pools, 14 days, with a level shift and an outage hour."""
+def _write_servegen(folder: Path, held_out_factor: float = 1.0) -> None:
+    """``series_id, hour, qps`` for two clients of two pools, 14 days, with a level shift and an outage hour;
+    ``held_out_factor`` multiplies the protocol's scored hours (288+) only."""
     rng = np.random.default_rng(1)
     hours = pd.date_range("2025-01-06", periods=336, freq="h")
     parts = []
-    for sid, level in (("m-large-001", 5.0), ("m-small-002", 40.0)):
+    for sid, level in (("m-large-001", 5.0), ("m-small-002", 40.0), ("m-large-003", 9.0)):
         shift = np.repeat(np.where(np.arange(14) >= 9, 1.5, 1.0), 24)
         qps = level * shift * np.exp(0.3 * np.sin(2 * np.pi * np.arange(336) / 24) + rng.normal(0, 0.1, 336))
         qps[100] = 0.0  # a logging outage
+        qps[288:] *= held_out_factor
         parts.append(pd.DataFrame({"series_id": sid, "hour": hours, "qps": qps}))
     pd.concat(parts).to_csv(folder / "clients_hourly.csv", index=False)
 
@@ -70,3 +72,43 @@ def test_servegen_table_golden():
     assert table.loc["auto", "cover_80"] == pytest.approx(76 / 96)
     assert table.loc["auto", "cover_95"] == pytest.approx(90 / 96)
     assert np.isnan(table.loc["seasonal_naive_24h", "cover_80"])
+
+
+def test_servegen_tail_split_never_reads_the_scored_hours(tmp_path):
+    """``--split tail``: train on hours 0-239, score 240-287, and nothing from hours 288+ (the protocol's scored
+    days) reaches a client or a pool aggregate: with those hours multiplied by 1000 (and, apart, made NaN) the
+    loaded series are the same, while the test split does see the change (so the check can fail)."""
+    script = _load_script()
+    for name, factor in (("clean", 1.0), ("scaled", 1000.0), ("missing", np.nan)):
+        (tmp_path / name).mkdir()
+        _write_servegen(tmp_path / name, held_out_factor=factor)
+    clean = script.load_servegen(tmp_path / "clean", None, "tail")
+    raw = pd.read_csv(tmp_path / "clean" / "clients_hourly.csv", parse_dates=["hour"])
+    first = raw[raw["series_id"] == "m-large-001"]["qps"].to_numpy()
+    assert [sid for sid, *_ in clean] == ["m-large-001", "m-large-003", "m-small-002", "pool:m-large", "pool:m-small"]
+    for sid, train, test in clean:
+        assert len(train) == 240 and len(test) == 48
+        assert train.index[0] == pd.Timestamp("2025-01-06") and train.index[-1] == pd.Timestamp("2025-01-15 23:00")
+    np.testing.assert_array_equal(clean[0][2], first[240:288])
+    for name in ("scaled", "missing"):
+        for (sid, train, test), (sid_c, train_c, test_c) in zip(script.load_servegen(tmp_path / name, None, "tail"),
+                                                                clean, strict=True):
+            assert sid == sid_c
+            pd.testing.assert_series_equal(train, train_c)
+            np.testing.assert_array_equal(test, test_c)
+    scaled_test = script.load_servegen(tmp_path / "scaled", None, "test")
+    clean_test = script.load_servegen(tmp_path / "clean", None, "test")
+    assert [len(train) for _, train, _ in clean_test] == [288] * 5
+    np.testing.assert_allclose(scaled_test[0][2], 1000 * clean_test[0][2])
+
+
+def test_servegen_default_split_is_the_protocol(tmp_path):
+    """The default (test) split trains on hours 0-287 and scores 288-335, as the dataset's README says."""
+    _write_servegen(tmp_path)
+    rows = _load_script().load_servegen(tmp_path, None)
+    raw = pd.read_csv(tmp_path / "clients_hourly.csv", parse_dates=["hour"])
+    first = raw[raw["series_id"] == "m-large-001"]["qps"].to_numpy()
+    sid, train, test = rows[0]
+    assert sid == "m-large-001" and len(train) == 288
+    np.testing.assert_array_equal(train.to_numpy(), first[:288])
+    np.testing.assert_array_equal(test, first[288:])
