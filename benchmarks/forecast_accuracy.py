@@ -11,7 +11,9 @@ refitted on the same prepared series, next to M4's Naive2 and the seasonal
 naive. Prints sMAPE, MASE, OWA (M4 definitions), interval coverage and MSIS
 per interval method (every method of :data:`forecasting.api.INTERVAL_METHODS`
 on the same fit, plus pooled conformal on the selection windows only), the
-blow-up rate and wall and CPU times. ``--split tail`` scores the last 48 hours
+blow-up rate, how far the OWA of two halves of these series differs by chance
+(:func:`owa_half_noise`: the yardstick for a gap between a development half
+and a held-out one) and wall and CPU times. ``--split tail`` scores the last 48 hours
 of each *training* series instead (fit on the rest), for choosing methods
 without looking at the test values.
 
@@ -267,6 +269,32 @@ def accuracy_table(rows: list[dict]) -> pd.DataFrame:
     return table.sort_values("OWA")
 
 
+#: Random draws of :func:`owa_half_noise`. [count]
+NOISE_DRAWS = 2_000
+
+
+def owa_half_noise(rows: list[dict], method: str = "auto", draws: int = NOISE_DRAWS, seed: int = 0) -> float:
+    """Standard deviation (root mean square) of the OWA difference between two interleaved halves. [OWA]
+
+    Series are sorted by their number and paired with their neighbour (H1/H3, H5/H7, …, as the
+    odd/even split of M4 Hourly pairs each development series with a held-out one); each draw sends
+    one member of every pair to each half and takes the difference of the halves' OWA. How far two
+    halves of the same kind of series differ by chance: a gap between a development half and a
+    held-out one within about this × √(half / all) is not evidence of tuning.
+    """
+    ordered = sorted(rows, key=lambda r: int("".join(ch for ch in r["id"] if ch.isdigit()) or 0))
+    pairs = len(ordered) // 2
+    if pairs < 2:
+        return float("nan")
+    stats = np.array([[r[f"smape|{method}"], r[f"mase|{method}"], r["smape|Naive2"], r["mase|Naive2"]]
+                      for r in ordered[:2 * pairs]]).reshape(pairs, 2, 4)
+    pick = np.random.default_rng(seed).integers(0, 2, (draws, pairs))
+    first = stats[np.arange(pairs), pick].mean(axis=1)        # (draws, 4): means of the first half
+    second = stats[np.arange(pairs), 1 - pick].mean(axis=1)
+    owa = lambda m: 0.5 * (m[:, 0] / m[:, 2] + m[:, 1] / m[:, 3])  # noqa: E731
+    return float(np.sqrt(np.mean((owa(first) - owa(second)) ** 2)))  # the mean difference is 0 by symmetry
+
+
 def long_series_timing() -> tuple[float, float]:
     """Seconds for ``fit`` on a 2-year hourly series and for the baseline on it."""
     rng = np.random.default_rng(20261129)
@@ -320,11 +348,18 @@ def run_m4(args: argparse.Namespace) -> None:
     print(f"\nauto (default method): interval coverage: 80% -> {np.mean([r['cover_80'] for r in rows]):.3f}, "
           f"95% -> {np.mean([r['cover_95'] for r in rows]):.3f}")
     print(f"auto: series with MASE > 3x seasonal naive's: {blow:.1%}")
+    noise = owa_half_noise(rows)
+    if np.isfinite(noise):
+        print(f"auto: OWA of two interleaved halves of these series differs by chance with s.d. {noise:.3f} "
+              f"(neighbouring series sent to either half, {NOISE_DRAWS} draws); a set twice as large against "
+              f"another of its size: ~{noise / np.sqrt(2):.3f}")
+    else:
+        print("auto: too few series to tell how far two halves of them differ by chance (needs 4)")
     print(f"auto: models chosen: {pd.Series([r['model'] for r in rows]).value_counts().head(8).to_dict()}")
     secs = np.array([r["seconds"] for r in rows])
     cpu = np.array([r["cpu_seconds"] for r in rows])
     print(f"wall time {wall:.0f} s for the set; per series median {np.median(secs):.2f} s, max {secs.max():.2f} s; "
-          f"CPU {cpu.sum():.0f} s in all (what 2 idle cores would take: {cpu.sum() / args.workers:.0f} s wall)")
+          f"CPU {cpu.sum():.0f} s in all (what 2 idle cores would take: {cpu.sum() / 2:.0f} s wall)")
 
 
 def main(argv: list[str] | None = None) -> None:

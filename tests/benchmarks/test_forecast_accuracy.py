@@ -112,3 +112,24 @@ def test_servegen_default_split_is_the_protocol(tmp_path):
     assert sid == "m-large-001" and len(train) == 288
     np.testing.assert_array_equal(train.to_numpy(), first[:288])
     np.testing.assert_array_equal(test, first[288:])
+
+
+def _rows(values: list[tuple[float, float]]) -> list[dict]:
+    """Benchmark rows with auto sMAPE/MASE as given and Naive2 at 10 / 1 (so OWA = 0.5·(sMAPE/10 + MASE))."""
+    return [{"id": f"H{2 * i + 1}", "smape|auto": s, "mase|auto": m, "smape|Naive2": 10.0, "mase|Naive2": 1.0}
+            for i, (s, m) in enumerate(values)]
+
+
+def test_owa_half_noise_golden_one_pair_apart_and_none_for_alike_pairs():
+    script = _load_script()
+    # pairs whose two members are equal: every split gives the same halves, no noise
+    alike = _rows([(5.0, 0.5), (5.0, 0.5), (8.0, 0.9), (8.0, 0.9), (2.0, 0.1), (2.0, 0.1)])
+    assert script.owa_half_noise(alike) == 0.0
+    # one pair differs (OWA 0.5·(4/10 + 0.4) against 0.5·(6/10 + 0.6)): with 2 pairs each half holds one
+    # member of it, so the halves' OWA differ by ±(0.6 - 0.4)/2 = ±0.1 and the s.d. is 0.1 by hand
+    apart = _rows([(4.0, 0.4), (6.0, 0.6), (5.0, 0.5), (5.0, 0.5)])
+    assert script.owa_half_noise(apart, draws=4_000) == pytest.approx(0.1, rel=1e-9)
+    # pairs are neighbours by series number, not by row order
+    shuffled = [apart[2], apart[0], apart[3], apart[1]]
+    assert script.owa_half_noise(shuffled, draws=4_000) == pytest.approx(0.1, rel=1e-9)
+    assert np.isnan(script.owa_half_noise(apart[:3]))  # one pair: nothing to compare
