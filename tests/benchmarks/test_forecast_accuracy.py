@@ -133,3 +133,16 @@ def test_owa_half_noise_golden_one_pair_apart_and_none_for_alike_pairs():
     shuffled = [apart[2], apart[0], apart[3], apart[1]]
     assert script.owa_half_noise(shuffled, draws=4_000) == pytest.approx(0.1, rel=1e-9)
     assert np.isnan(script.owa_half_noise(apart[:3]))  # one pair: nothing to compare
+
+
+def test_ratio_bootstrap_sd_golden():
+    script = _load_script()
+    naive = script.SEASONAL_NAIVE_24
+    # every client at the same ratio (auto = 0.8 × the seasonal naive): any draw gives 0.8, no spread
+    same = [{"mase|auto": 0.8 * b, f"mase|{naive}": b} for b in (1.0, 2.0, 0.5, 3.0)]
+    assert script.ratio_bootstrap_sd(same) == pytest.approx(0.0, abs=1e-12)
+    # two clients, seasonal naive 1 each, auto 0 and 2; a draw of two gives the ratio 0 (p 1/4), 1 (p 1/2)
+    # or 2 (p 1/4): s.d. sqrt(1/2) by hand
+    two = [{"mase|auto": 0.0, f"mase|{naive}": 1.0}, {"mase|auto": 2.0, f"mase|{naive}": 1.0}]
+    assert script.ratio_bootstrap_sd(two, draws=200_000) == pytest.approx(np.sqrt(0.5), rel=0.01)
+    assert np.isnan(script.ratio_bootstrap_sd(two[:1]))
