@@ -30,10 +30,9 @@ COMBINE_SIZES = (3, 5, 0)
 #: than this share (the larger is the safer bet on a few short windows). [fraction]
 COMBINE_TOLERANCE = 0.10
 #: One candidate alone instead of a combination only where its leave-one-window-out MASE is at most
-#: this share of the best combination's: a candidate in another class on every window the ranking did
-#: not see (a cycle only it follows), not one that was lucky on a few short windows. On ServeGen's
-#: noisy clients the best single candidate scored 0.68-0.99 of the best combination; a cycle at its
-#: own period on M4 0.1-0.4 (session 15). [ratio]
+#: this share of the best combination's: a candidate in another class on windows the ranking did not
+#: see (a cycle only it follows), not one a little ahead on a few short, noisy windows, where the
+#: combination is the safer bet (docs/forecasting.md, session 15, has the measured scores). [ratio]
 SINGLE_GAIN = 0.5
 #: Size used when there are too few backtest windows to cross-validate the choice. [count]
 COMBINE_TOP = 3
@@ -326,9 +325,9 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     if not ranked:  # every candidate failed somewhere: fall back to the one that cannot fail
         ranked = ["seasonal_naive"]
         fc_z.update(backtest.run_backtest(z, {"seasonal_naive": MODELS["seasonal_naive"]}, h_bt, seasons, cuts))
-    # Always a combination of the best few, even when one model backtests better: a single
-    # winner of a few short windows is often lucky, and averaging avoids blow-ups. How many
-    # to average is itself chosen on windows the ranking did not see.
+    # A combination of the best few unless one candidate halves the best combination's
+    # leave-one-window-out error (SINGLE_GAIN): a single winner of a few short windows is often
+    # lucky, and averaging avoids blow-ups. How many to average is chosen on windows the ranking did not see.
     per_window = {c: backtest.window_mase(y_act, probe.to_y(fc_z[c]), scale) for c in ranked}
     size, size_scores = _combination_size(ranked, fc_z, per_window, y_act, probe.to_y, scale)
     components = tuple(sorted(ranked[:size]))
@@ -352,7 +351,7 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     return Fit(pd.DataFrame(), z, log, seasons, components, errors, info, offset=offset)
 
 
-COMBINATION_RULE = (f"mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
+COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
                     "3, 5 and all, the one whose leave-one-window-out MASE is lowest (each window scored on "
                     "the ranking of the others); the best candidate alone only where its leave-one-window-out "
                     f"MASE is at most {SINGLE_GAIN:g}x the best combination's")
@@ -368,36 +367,28 @@ def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_wi
     wins (the smaller on a tie). The best candidate alone is scored the same
     way and taken only where its score is at most :data:`SINGLE_GAIN` of the
     best combination's. Returns the size and every size's score
-    (``{"3": .., "5": .., "all": .., "1": ..}``); with fewer than two windows,
-    :data:`COMBINE_TOP` and no scores.
+    (``{"3": .., "5": .., "all": .., "1": ..}``); with fewer than two windows or
+    three candidates or fewer (nothing to choose between), :data:`COMBINE_TOP`
+    and no scores.
     """
     n_windows = len(y_act)
     sizes = dict.fromkeys(min(k or len(ranked), len(ranked)) for k in COMBINE_SIZES)
     if n_windows < 2 or len(sizes) < 2:
         return min(COMBINE_TOP, len(ranked)), {}
     table = np.array([per_window[c] for c in ranked])  # (candidates, windows)
+    # Each window's ranking of the candidates on the other windows' MASE.
+    order = [np.argsort(np.delete(table, w, axis=1).mean(axis=1), kind="stable") for w in range(n_windows)]
     cv: dict[int, float] = {}
-    for k in sizes:
-        errors = []
-        for w in range(n_windows):
-            others = np.delete(table, w, axis=1).mean(axis=1)
-            best = [ranked[i] for i in np.argsort(others, kind="stable")[:k]]
-            combo = np.mean([fc_z[c][w] for c in best], axis=0)
-            errors.append(mase(y_act[w], to_y(combo), scale))
+    for k in (*sizes, 1):
+        errors = [mase(y_act[w], to_y(np.mean([fc_z[ranked[i]][w] for i in order[w][:k]], axis=0)), scale)
+                  for w in range(n_windows)]
         cv[k] = float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
+    single = cv.pop(1)
     best = min(cv.values())
     size = max(k for k, v in cv.items() if v <= (1 + COMBINE_TOLERANCE) * best)
-    scores = {("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}
-    if len(ranked) > 1:
-        # The best candidate alone, ranked on the other windows like the combinations.
-        single = []
-        for w in range(n_windows):
-            others = np.delete(table, w, axis=1).mean(axis=1)
-            single.append(float(table[np.argsort(others, kind="stable")[0], w]))
-        scores["1"] = float(np.mean(single)) if np.all(np.isfinite(single)) else float("inf")
-        if scores["1"] <= SINGLE_GAIN * best:
-            size = 1
-    return size, scores
+    if single <= SINGLE_GAIN * best:
+        size = 1
+    return size, {**{("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}, "1": single}
 
 
 def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index, interval_method: str,

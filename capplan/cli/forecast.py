@@ -128,7 +128,9 @@ def _summary(name: str, y, result) -> dict[str, Any]:
         "history": {"start": y.index[0], "end": y.index[-1], "periods": len(y), "last_value": float(y.dropna().iloc[-1])},
         "model": result.info["model"],
         "chosen_backtest": scores[result.info["model"]],
-        "candidates_backtest": {k: v for k, v in scores.items() if k != result.info["model"]},
+        # every candidate's row, and the chosen one's too when it is a candidate alone rather than a mean
+        "candidates_backtest": {k: v for k, v in scores.items()
+                                if k != result.info["model"] or len(result.info["components"]) == 1},
         "interval_coverage_cv": result.info["coverage"],
         "interval_method": result.info["interval_method"],
         "transform": result.info["transform"],

@@ -100,3 +100,23 @@ def test_a_horizon_longer_than_the_history_is_flattened_and_says_why(db):
     assert observed_hours < hourly["history"]["periods"] - 5 + 1  # the 5-hour logging gap is not history
     assert hourly["flattened_after_periods"] == observed_hours
     assert any("repeat the last supported week" in n for n in hourly["notes"])
+
+
+def test_a_candidate_chosen_alone_keeps_its_row_among_the_candidates():
+    # a cycle of 23 hours read as hourly demand: own_period_naive alone (forecasting/test_own_period.py)
+    import numpy as np
+    import pandas as pd
+
+    from capplan.cli.forecast import _summary
+    from capplan.forecasting import fit
+
+    phase = np.arange(23) / 23
+    y = pd.Series(np.tile(20 + 8 * np.sin(2 * np.pi * phase), 40)[:900],
+                  index=pd.date_range("2026-01-01", periods=900, freq="h"))
+    result = fit(y, 48, season_lengths=(24, 168), levels=(80,),
+                 candidates=("seasonal_naive", "own_period_naive", "seasonal_profile", "profile_ses", "mstl_ses"))
+    summary = _summary("hourly_avg_qps", y, result)
+    assert summary["model"] == "own_period_naive"
+    assert set(summary["candidates_backtest"]) == {"seasonal_naive", "own_period_naive", "seasonal_profile",
+                                                   "profile_ses", "mstl_ses"}
+    assert summary["candidates_backtest"]["own_period_naive"] == summary["chosen_backtest"]
