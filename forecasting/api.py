@@ -19,8 +19,9 @@ from capplan.forecasting.models import MODELS, models_the_week
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
-DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "own_period_naive", "seasonal_profile", "profile_ses", "profile_ses_hourly",
-                      "profile_weekdays", "theta", "mstl_ses", "mstl_ets", "holt_winters", "fourier_arima")
+DEFAULT_CANDIDATES = ("seasonal_naive", "seasonal_naive_long", "own_period_naive", "seasonal_profile", "profile_ses",
+                      "profile_ses_hourly", "profile_weekdays", "theta", "mstl_ses", "mstl_ets", "holt_winters",
+                      "fourier_arima")
 #: In the default set only while no season models the week (:func:`default_candidates`).
 WEEKDAY_CANDIDATE = "profile_weekdays"
 #: Sizes of the combination tried: the mean of the 3 or 5 best candidates by backtest MASE, or of

@@ -69,13 +69,15 @@ def own_period(z: np.ndarray, period: int) -> int:
     Lags from just over half to just under one and a half times ``period`` are compared
     by the mean of ``|z_t - z_(t-lag)|`` over the last :data:`OWN_PERIOD_CYCLES` nominal
     cycles; the best lag replaces ``period`` only where it cuts that mean to
-    :data:`OWN_PERIOD_GAIN` of the nominal period's or less. Otherwise (and with too
-    little history to compare: ``OWN_PERIOD_CYCLES`` cycles plus the longest lag) the
-    nominal period.
+    :data:`OWN_PERIOD_GAIN` of the nominal period's or less. Otherwise the nominal period:
+    also where the series repeats exactly at it, and with too little history to compare
+    (``OWN_PERIOD_CYCLES`` cycles plus the longest lag).
     """
+    if period < 2:
+        return period
     lags = np.arange(period // 2 + 1, (3 * period + 1) // 2)
     span = OWN_PERIOD_CYCLES * period
-    if period < 2 or len(z) < span + lags[-1]:
+    if len(z) < span + lags[-1]:
         return period
     recent = z[len(z) - span:]
     change = {int(lag): float(np.mean(np.abs(recent - z[len(z) - span - lag:len(z) - lag]))) for lag in lags}
