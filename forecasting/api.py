@@ -298,6 +298,19 @@ def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] |
     return tuple(sorted({int(lv) for lv in levels}))
 
 
+def selection_windows(n: int, horizon: int, windows: int) -> tuple[int, int, int, list[int]]:
+    """Where the candidates are backtested for the choice, for ``n`` modelling-scale steps.
+
+    Returns the backtest horizon (``horizon``, at most a third of the history) [steps], the
+    spacing of the origins (half that horizon) [steps], the shortest training length an origin
+    may leave (half the history) [steps] and the training lengths of the ``windows`` latest
+    origins that leave it (:func:`backtest.cutoffs`, latest last).
+    """
+    h_bt = max(1, min(horizon, n // 3))
+    step, min_train = max(1, h_bt // 2), max(2, n // 2)
+    return h_bt, step, min_train, backtest.cutoffs(n, h_bt, windows, step=step, min_train=min_train)
+
+
 def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
             windows: int, calibration_windows: int, log: bool, offset: float = 0.0,
             observed: np.ndarray | None = None) -> Fit:
@@ -311,27 +324,15 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     """
     observed = z if observed is None else observed
     n = len(z)
-    h_bt = max(1, min(horizon, n // 3))
-    step, min_train = max(1, h_bt // 2), max(2, n // 2)
-    cuts = backtest.cutoffs(n, h_bt, windows, step=step, min_train=min_train)
+    h_bt, step, min_train, cuts = selection_windows(n, horizon, windows)
     fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
     probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)), offset=offset)
     y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
     scale = mase_scale(probe.to_y(z), seasons[0] if seasons else None)
-    # A candidate that reduces to another here (the long-season naive with one season) would count twice.
-    names = tuple(c for i, c in enumerate(names)
-                  if not any(np.array_equal(fc_z[c], fc_z[d], equal_nan=True) for d in names[:i]))
-    scores = {c: backtest.score(y_act, probe.to_y(fc_z[c]), scale) for c in names}
-    ranked = sorted((c for c in names if np.isfinite(scores[c]["mase"])), key=lambda c: scores[c]["mase"])
-    if not ranked:  # every candidate failed somewhere: fall back to the one that cannot fail
-        ranked = ["seasonal_naive"]
+    components, scores, size_scores = select(names, fc_z, y_act, probe.to_y, scale)
+    if not components:  # every candidate failed somewhere: fall back to the one that cannot fail
+        components = ("seasonal_naive",)
         fc_z.update(backtest.run_backtest(z, {"seasonal_naive": MODELS["seasonal_naive"]}, h_bt, seasons, cuts))
-    # A combination of the best few unless one candidate halves the best combination's
-    # leave-one-window-out error (SINGLE_GAIN): a single winner of a few short windows is often
-    # lucky, and averaging avoids blow-ups. How many to average is chosen on windows the ranking did not see.
-    per_window = {c: backtest.window_mase(y_act, probe.to_y(fc_z[c]), scale) for c in ranked}
-    size, size_scores = _combination_size(ranked, fc_z, per_window, y_act, probe.to_y, scale)
-    components = tuple(sorted(ranked[:size]))
     chosen_z = np.mean([fc_z[c] for c in components], axis=0)
     model = components[0] if len(components) == 1 else f"mean({', '.join(components)})"
     scores[model] = backtest.score(y_act, probe.to_y(chosen_z), scale)
@@ -352,6 +353,38 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     return Fit(pd.DataFrame(), z, log, seasons, components, errors, info, offset=offset)
 
 
+def select(names: Sequence[str], fc_z: dict[str, np.ndarray], y_act: np.ndarray, to_y, scale: float, *,
+           sizes: Sequence[int] = COMBINE_SIZES, tolerance: float = COMBINE_TOLERANCE,
+           single_gain: float = SINGLE_GAIN) -> tuple[tuple[str, ...], dict[str, dict[str, float]], dict[str, float]]:
+    """The candidates whose mean is the forecast, from their backtest forecasts alone (no refitting).
+
+    ``fc_z`` holds each candidate's backtest forecasts on the modelling scale, shape
+    ``(windows, horizon)``, ``y_act`` the observed values of those windows in the series' unit,
+    ``to_y`` the way back from the modelling scale and ``scale`` the MASE scale. A candidate
+    whose forecasts equal an earlier one's (the long-season naive with one season) is dropped,
+    so it does not count twice; the rest are ranked by backtest MASE and the size of the
+    combination is chosen by :func:`_combination_size` (``sizes``, ``tolerance`` and
+    ``single_gain`` default to :data:`COMBINE_SIZES`, :data:`COMBINE_TOLERANCE` and
+    :data:`SINGLE_GAIN`; ``benchmarks/forecast_selection.py`` replays other values).
+
+    Returns the components (sorted; empty when every candidate failed in some window),
+    each distinct candidate's backtest scores, and the combination sizes' cross-validated MASE.
+    """
+    names = tuple(c for i, c in enumerate(names)
+                  if not any(np.array_equal(fc_z[c], fc_z[d], equal_nan=True) for d in names[:i]))
+    scores = {c: backtest.score(y_act, to_y(fc_z[c]), scale) for c in names}
+    ranked = sorted((c for c in names if np.isfinite(scores[c]["mase"])), key=lambda c: scores[c]["mase"])
+    if not ranked:
+        return (), scores, {}
+    # A combination of the best few unless one candidate halves the best combination's
+    # leave-one-window-out error (single_gain): a single winner of a few short windows is often
+    # lucky, and averaging avoids blow-ups. How many to average is chosen on windows the ranking did not see.
+    per_window = {c: backtest.window_mase(y_act, to_y(fc_z[c]), scale) for c in ranked}
+    size, size_scores = _combination_size(ranked, fc_z, per_window, y_act, to_y, scale,
+                                          sizes=sizes, tolerance=tolerance, single_gain=single_gain)
+    return tuple(sorted(ranked[:size])), scores, size_scores
+
+
 COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
                     "3, 5 and all, the one whose leave-one-window-out MASE is lowest (each window scored on "
                     "the ranking of the others); the best candidate alone only where its leave-one-window-out "
@@ -359,35 +392,39 @@ COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest 
 
 
 def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_window: dict[str, np.ndarray],
-                      y_act: np.ndarray, to_y, scale: float) -> tuple[int, dict[str, float]]:
+                      y_act: np.ndarray, to_y, scale: float, *, sizes: Sequence[int] = COMBINE_SIZES,
+                      tolerance: float = COMBINE_TOLERANCE,
+                      single_gain: float = SINGLE_GAIN) -> tuple[int, dict[str, float]]:
     """How many of the best candidates to average, by leave-one-window-out backtest.
 
-    For each size in :data:`COMBINE_SIZES` and each backtest window, the
-    candidates are ranked on the *other* windows' MASE and the mean of the best
-    ``k`` is scored on the held-out window; the size with the lowest mean score
-    wins (the smaller on a tie). The best candidate alone is scored the same
-    way and taken only where its score is at most :data:`SINGLE_GAIN` of the
-    best combination's. Returns the size and every size's score
-    (``{"3": .., "5": .., "all": .., "1": ..}``); with fewer than two windows or
-    three candidates or fewer (nothing to choose between), :data:`COMBINE_TOP`
-    and no scores.
+    For each size in ``sizes`` (default :data:`COMBINE_SIZES`; 0 is every candidate) and each
+    backtest window, the candidates are ranked on the *other* windows' MASE and the mean of the
+    best ``k`` is scored on the held-out window; the largest size whose mean score is within
+    ``tolerance`` (:data:`COMBINE_TOLERANCE`) of the lowest wins. The best candidate alone is
+    scored the same way and taken only where its score is at most ``single_gain``
+    (:data:`SINGLE_GAIN`) of the best combination's. Returns the size and every size's score
+    (``{"3": .., "5": .., "all": .., "1": ..}``). With one size left (three candidates or fewer
+    for the default sizes: nothing to choose between) that size and no scores; with fewer than
+    two windows, :data:`COMBINE_TOP` and no scores.
     """
     n_windows = len(y_act)
-    sizes = dict.fromkeys(min(k or len(ranked), len(ranked)) for k in COMBINE_SIZES)
-    if n_windows < 2 or len(sizes) < 2:
+    ks = tuple(dict.fromkeys(min(k or len(ranked), len(ranked)) for k in sizes))
+    if len(ks) == 1:
+        return ks[0], {}
+    if n_windows < 2:
         return min(COMBINE_TOP, len(ranked)), {}
     table = np.array([per_window[c] for c in ranked])  # (candidates, windows)
     # Each window's ranking of the candidates on the other windows' MASE.
     order = [np.argsort(np.delete(table, w, axis=1).mean(axis=1), kind="stable") for w in range(n_windows)]
     cv: dict[int, float] = {}
-    for k in (*sizes, 1):
+    for k in (*ks, 1):
         errors = [mase(y_act[w], to_y(np.mean([fc_z[ranked[i]][w] for i in order[w][:k]], axis=0)), scale)
                   for w in range(n_windows)]
         cv[k] = float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
     single = cv.pop(1)
     best = min(cv.values())
-    size = max(k for k, v in cv.items() if v <= (1 + COMBINE_TOLERANCE) * best)
-    if single <= SINGLE_GAIN * best:
+    size = max(k for k, v in cv.items() if v <= (1 + tolerance) * best)
+    if single <= single_gain * best:
         size = 1
     return size, {**{("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}, "1": single}
 

@@ -39,10 +39,13 @@ CASES = {
     "cli_startup": (["benchmarks/cli_startup.py", "--rounds", "1"], "capplan size (golden case)"),
     "perf_model": (["benchmarks/perf_model.py", "--quick"], "dense max-throughput"),
     "forecast_accuracy": (["benchmarks/forecast_accuracy.py", "--limit", "2", "--workers", "1"], "2-year hourly series"),
+    "forecast_selection": (["benchmarks/forecast_selection.py", "--suite", "servegen", "--limit", "2", "--workers", "1",
+                            "--draws", "10"], "replay = fit"),
     "month_peak_calibration": (["benchmarks/month_peak_calibration.py", "--seeds", "1", "--history-days", "28"],
                                "actual_over_p50"),
 }
-NEEDS_SHARED = {"perf_model": "llm-throughput-dev", "forecast_accuracy": "m4-hourly-dev"}
+NEEDS_SHARED = {"perf_model": "llm-throughput-dev", "forecast_accuracy": "m4-hourly-dev",
+                "forecast_selection": "servegen-clients-dev"}
 
 
 @pytest.mark.parametrize("name", list(CASES))
