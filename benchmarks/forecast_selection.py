@@ -15,14 +15,16 @@ gain, or more windows), so a rule costs a second, not a run.
 The replay of the default rule must give ``fit``'s own components on every series (printed as
 "replay = fit"); otherwise the figures below it do not describe the forecaster. Per rule it prints
 the suite's headline (ServeGen: clients' mean MASE ÷ the 24 h seasonal naive's, share of clients
-ahead of it, the pools' ratio; M4: OWA, sMAPE, MASE, blow-ups over 3x the seasonal naive's MASE),
+ahead of it, the pools' ratio; M4: OWA, sMAPE, MASE, the count of blow-ups over 3x the seasonal
+naive's MASE),
 its difference to the default rule and the bootstrap s.d. of that difference over the series (a
 paired difference: much smaller than the spread of the figure itself). Last, for scale: the best
 single candidate per series picked with the test values (an oracle no rule can reach; a
 combination can still beat it on a series). Intervals are not replayed (the default rule's are in
 forecast_accuracy.py).
 
-``--cache FILE`` keeps the fits (pickle) and reuses them while suite, split and limit match.
+``--cache FILE`` keeps the fits (pickle) and reuses them while suite, split, limit, data folder and the
+forecaster's source (a hash of ``forecasting/*.py``) match; a changed forecaster refits.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import pickle  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -47,10 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import forecast_accuracy as fa  # noqa: E402  (benchmarks/forecast_accuracy.py: data, protocol, Naive2)
 from capplan.forecasting import MODELS, fit  # noqa: E402
 from capplan.forecasting import backtest  # noqa: E402
-from capplan.forecasting.api import default_candidates, select, selection_windows  # noqa: E402
+from capplan.forecasting.api import (default_candidates, select, selection_targets,  # noqa: E402
+                                    selection_windows)
 from capplan.forecasting.metrics import mase, mase_scale, smape  # noqa: E402
 from capplan.forecasting.prepare import steps_per_day  # noqa: E402
 
+FORECASTING = Path(__file__).resolve().parent.parent / "forecasting"
 #: Most selection windows any rule replays (the default rule uses ``fit``'s 3). [count]
 MAX_WINDOWS = 5
 #: rule name -> (selection windows, keyword arguments of :func:`forecasting.api.select`)
@@ -79,7 +84,8 @@ def prepare_series(args: tuple[str, pd.Series | np.ndarray, np.ndarray, tuple[in
         names = tuple(dict.fromkeys(default_candidates(seasons_used, len(z), steps_per_day(y.index))))
         h_bt, _, _, cuts = selection_windows(len(z), horizon, MAX_WINDOWS)
         fc_bt = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons_used, cuts)
-        final = {c: MODELS[c](z, horizon, seasons_used) for c in names}
+        # at the forecast origin as in the backtest: a candidate that fails there gets NaN, not a crash
+        final = {c: backtest.run_backtest(z, {c: MODELS[c]}, horizon, seasons_used, [len(z)])[c][0] for c in names}
     values = y.to_numpy(float)
     return {"id": sid, "names": names, "cuts": cuts, "fc_bt": fc_bt, "final": final, "test": test,
             "fit_components": tuple(result.components), "fit_mean": result.frame["mean"].to_numpy(),
@@ -93,8 +99,7 @@ def replay(row: dict, windows: int, kwargs: dict) -> tuple[tuple[str, ...], np.n
     result = row["fit"]
     keep = len(row["cuts"]) - min(windows, len(row["cuts"]))
     cuts = row["cuts"][keep:]
-    y_act = result.to_y(backtest.actuals(row["z"], row["h_bt"], cuts))
-    scale = mase_scale(result.to_y(row["z"]), row["seasons"][0] if row["seasons"] else None)
+    y_act, scale = selection_targets(row["z"], result.to_y, row["seasons"], row["h_bt"], cuts)
     fc_z = {c: f[keep:] for c, f in row["fc_bt"].items()}
     components, _, _ = select(row["names"], fc_z, y_act, result.to_y, scale, **kwargs)
     components = components or ("seasonal_naive",)
@@ -171,7 +176,8 @@ def table(rows: list[dict], suite: str, draws: int = fa.NOISE_DRAWS) -> pd.DataF
 def load_rows(suite: str, split: str, limit: int | None, workers: int, data: Path, servegen: Path,
               cache: Path | None) -> list[dict]:
     """Prepared series of one suite, from ``cache`` when it holds the same suite, split and limit."""
-    key = (suite, split, limit, str(data if suite == "m4" else servegen), MAX_WINDOWS)
+    source = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(FORECASTING.glob("*.py")))).hexdigest()
+    key = (suite, split, limit, str(data if suite == "m4" else servegen), MAX_WINDOWS, source)
     if cache and cache.exists():
         stored = pickle.loads(cache.read_bytes())
         if stored.get(key):
@@ -205,10 +211,14 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"unknown suite {suite!r}: m4, servegen")
         started = time.perf_counter()
         rows = load_rows(suite, args.split, args.limit, args.workers, args.data, args.servegen, args.cache)
-        same = sum(replay(r, *RULES["default"])[0] == r["fit_components"] and
-                   np.array_equal(replay(r, *RULES["default"])[1], r["fit_mean"]) for r in rows)
+        same = 0
+        for r in rows:
+            components, forecast = replay(r, *RULES["default"])
+            same += components == r["fit_components"] and np.array_equal(forecast, r["fit_mean"])
+        windows = sorted({len(r["cuts"]) for r in rows})
         print(f"\n{suite} ({args.split} split): {len(rows)} series; replay = fit (components and forecast) on "
-              f"{same} of {len(rows)}; fits {time.perf_counter() - started:.0f} s")
+              f"{same} of {len(rows)}; selection windows the history allows: {windows[0]}-{windows[-1]} "
+              f"(a rule asking for more uses these); fits {time.perf_counter() - started:.0f} s")
         print(table(rows, suite, args.draws).to_string(float_format=lambda v: f"{v:.4f}"))
 
 

@@ -311,6 +311,14 @@ def selection_windows(n: int, horizon: int, windows: int) -> tuple[int, int, int
     return h_bt, step, min_train, backtest.cutoffs(n, h_bt, windows, step=step, min_train=min_train)
 
 
+def selection_targets(z: np.ndarray, to_y, seasons: Sequence[int], h_bt: int,
+                      cuts: Sequence[int]) -> tuple[np.ndarray, float]:
+    """What the selection windows are scored against: each window's observed values in the series'
+    unit, shape ``(len(cuts), h_bt)``, and the MASE scale (the in-sample seasonal naive's mean absolute
+    error at the shortest season, the naive's without one) [unit of y]."""
+    return to_y(backtest.actuals(z, h_bt, cuts)), mase_scale(to_y(z), seasons[0] if seasons else None)
+
+
 def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[str, ...],
             windows: int, calibration_windows: int, log: bool, offset: float = 0.0,
             observed: np.ndarray | None = None) -> Fit:
@@ -327,8 +335,7 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     h_bt, step, min_train, cuts = selection_windows(n, horizon, windows)
     fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
     probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)), offset=offset)
-    y_act = probe.to_y(backtest.actuals(z, h_bt, cuts))
-    scale = mase_scale(probe.to_y(z), seasons[0] if seasons else None)
+    y_act, scale = selection_targets(z, probe.to_y, seasons, h_bt, cuts)
     components, scores, size_scores = select(names, fc_z, y_act, probe.to_y, scale)
     if not components:  # every candidate failed somewhere: fall back to the one that cannot fail
         components = ("seasonal_naive",)
@@ -405,8 +412,12 @@ def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_wi
     (:data:`SINGLE_GAIN`) of the best combination's. Returns the size and every size's score
     (``{"3": .., "5": .., "all": .., "1": ..}``). With one size left (three candidates or fewer
     for the default sizes: nothing to choose between) that size and no scores; with fewer than
-    two windows, :data:`COMBINE_TOP` and no scores.
+    two windows, the best ``min(COMBINE_TOP, candidates)`` (:data:`COMBINE_TOP`) and no scores.
+    ``ValueError`` for no sizes, a negative size or 1 (one candidate alone is ``single_gain``'s).
     """
+    if not sizes or any(k < 0 or k == 1 for k in sizes):
+        raise ValueError(f"sizes must be combination sizes of at least 2, or 0 for every candidate, not {tuple(sizes)} "
+                         "(one candidate alone is governed by single_gain)")
     n_windows = len(y_act)
     ks = tuple(dict.fromkeys(min(k or len(ranked), len(ranked)) for k in sizes))
     if len(ks) == 1:

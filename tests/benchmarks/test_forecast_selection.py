@@ -44,7 +44,7 @@ def _write_data(folder: Path) -> tuple[Path, Path]:
     return folder / "m4", folder / "sg"
 
 
-def test_replay_of_the_default_rule_is_fits_choice_and_the_cache_is_reused(tmp_path, capsys):
+def test_replay_of_the_default_rule_is_fits_choice_and_the_cache_is_reused(tmp_path, capsys, monkeypatch):
     m4, sg = _write_data(tmp_path)
     script = _load_script()
     args = ["--workers", "1", "--draws", "20", "--data", str(m4), "--servegen", str(sg),
@@ -56,24 +56,40 @@ def test_replay_of_the_default_rule_is_fits_choice_and_the_cache_is_reused(tmp_p
     for rule in (*script.RULES, "best candidate, chosen on the test (oracle)"):
         assert rule in first
     assert "x_snaive_minus_default" in first and "OWA_minus_default" in first and "blow_ups" in first
-    # the second run reads the fits back: the same tables (timings aside)
+    # the second run reads the fits back (fitting again would fail): the same tables (timings aside)
+    def no_refit(_):
+        raise AssertionError("refitted although the cache holds these fits")
+
+    monkeypatch.setattr(script, "prepare_series", no_refit)
     script.main(args)
     second = capsys.readouterr().out
     strip = lambda out: [line.split("; fits ")[0] for line in out.splitlines()]  # noqa: E731
     assert strip(second) == strip(first)
 
 
-def test_rules_differ_where_they_should(tmp_path):
+def test_rules_differ_where_they_should(tmp_path, monkeypatch):
     """On one prepared series, "all candidates" averages every distinct candidate, the default rule fewer or
-    equal, and "5 windows" ranks on more origins than the default's 3."""
+    equal, and each rule ranks on as many of the latest windows as it asks for."""
     _, sg = _write_data(tmp_path)
     script = _load_script()
     rows = script.load_rows("servegen", "test", 1, 1, tmp_path, sg, None)
     row = rows[0]
+    assert len(row["cuts"]) == script.MAX_WINDOWS and row["cuts"][-3:] == row["fit"].info["backtest"]["train_lengths"]
+    original, seen = script.select, []
+
+    def recording_select(names, fc_z, y_act, to_y, scale, **kwargs):
+        seen.append(y_act)
+        return original(names, fc_z, y_act, to_y, scale, **kwargs)
+
+    monkeypatch.setattr(script, "select", recording_select)
+    for windows in (3, 4, 5):
+        script.replay(row, windows, {})
+        y_act, _ = script.selection_targets(row["z"], row["fit"].to_y, row["seasons"], row["h_bt"],
+                                            row["cuts"][-windows:])
+        np.testing.assert_array_equal(seen[-1], y_act)  # the latest `windows` windows, not the first
     everything, _ = script.replay(row, *script.RULES["all candidates"])
     default, _ = script.replay(row, *script.RULES["default"])
     assert len(default) <= len(everything) and set(default) <= set(everything)
-    assert len(row["cuts"]) == script.MAX_WINDOWS and row["cuts"][-3:] == row["fit"].info["backtest"]["train_lengths"]
     assert len(everything) == len({tuple(f.ravel()) for f in row["fc_bt"].values()})  # distinct candidates
     table = script.table(rows, "servegen", draws=10)
     assert table.loc["default", "x_snaive_minus_default"] == 0 and table.loc["default", "paired_sd"] == 0

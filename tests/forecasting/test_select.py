@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 from capplan.forecasting import MODELS, backtest, fit
-from capplan.forecasting.api import default_candidates, select, selection_windows
-from capplan.forecasting.metrics import mase_scale
+from capplan.forecasting.api import default_candidates, select, selection_targets, selection_windows
 from capplan.forecasting.prepare import steps_per_day
 
 
@@ -22,22 +21,32 @@ def _candidates(misses: dict[str, float], windows: int = 3, steps: int = 4) -> d
 
 
 def test_golden_sizes_tolerance_and_duplicates():
-    # misses 0.2, 0.4, 0.6, 0.8, 1.0, 1.2 (a sixth, "f2", equal to "f"): the duplicate is dropped before ranking.
-    # Cross-validated means: best 3 -> 0.4, best 5 -> 0.6, all 6 distinct -> 0.7 (= mean of 0.2..1.2).
-    # Default tolerance 0.10: 0.6 > 1.1 x 0.4, so 3; tolerance 0.5 takes 5 (0.6 <= 0.6); 0.75 takes all 6.
-    misses = {"a": 0.2, "b": 0.4, "c": 0.6, "d": 0.8, "e": 1.0, "f": 1.2}
-    fc_z = {**_candidates(misses), "f2": np.full((3, 4), 1.2)}
+    # misses 0.25, 0.5, ..., 1.5 (exact in binary, so the ties below are exact) and "f2", equal to "f", which is
+    # dropped before ranking. Cross-validated means: best 3 -> 0.5, best 5 -> 0.75, all 6 distinct -> 0.875.
+    # Default tolerance 0.10: 0.75 > 1.1 x 0.5, so 3; tolerance 0.5 takes 5 (0.75 <= 1.5 x 0.5, a tie: a
+    # larger size within the tolerance wins); 0.75 takes all 6 (0.875 <= 1.75 x 0.5, a tie).
+    misses = {"a": 0.25, "b": 0.5, "c": 0.75, "d": 1.0, "e": 1.25, "f": 1.5}
+    fc_z = {**_candidates(misses), "f2": np.full((3, 4), 1.5)}
     names = ("f", "e", "d", "c", "b", "a", "f2")
     actual = np.zeros((3, 4))
     components, scores, cv = select(names, fc_z, actual, _identity, 1.0, single_gain=0.0)
     assert components == ("a", "b", "c") and "f2" not in scores
-    assert cv["3"] == pytest.approx(0.4) and cv["5"] == pytest.approx(0.6) and cv["all"] == pytest.approx(0.7)
+    assert cv == {"3": 0.5, "5": 0.75, "all": 0.875, "1": 0.25}
     assert select(names, fc_z, actual, _identity, 1.0, tolerance=0.5, single_gain=0.0)[0] == ("a", "b", "c", "d", "e")
     assert len(select(names, fc_z, actual, _identity, 1.0, tolerance=0.75, single_gain=0.0)[0]) == 6
-    # "a" alone (0.2) is half the best combination (0.4): the default single gain 0.5 takes it alone
+    # "a" alone (0.25) is exactly half the best combination (0.5): the default single gain 0.5 takes it alone,
+    # a gain a little below half does not
     assert select(names, fc_z, actual, _identity, 1.0)[0] == ("a",)
+    assert select(names, fc_z, actual, _identity, 1.0, single_gain=0.49)[0] == ("a", "b", "c")
     # one size asked for: that size, no cross-validation
     assert select(names, fc_z, actual, _identity, 1.0, sizes=(0,)) == (("a", "b", "c", "d", "e", "f"), scores, {})
+
+
+@pytest.mark.parametrize("sizes", [(), (1, 3), (-1, 0)])
+def test_sizes_that_are_not_combinations_are_refused(sizes):
+    fc_z = _candidates({"a": 0.25, "b": 0.5, "c": 0.75, "d": 1.0})
+    with pytest.raises(ValueError, match="sizes must be"):
+        select(tuple(fc_z), fc_z, np.zeros((3, 4)), _identity, 1.0, sizes=sizes)
 
 
 def test_a_candidate_failing_in_a_window_is_not_ranked_and_all_failing_gives_none():
@@ -60,8 +69,7 @@ def test_select_on_fits_backtests_is_fits_choice():
     h_bt, _, _, cuts = selection_windows(len(result.z), 48, 3)
     assert cuts == result.info["backtest"]["train_lengths"]
     fc_z = backtest.run_backtest(result.z, {c: MODELS[c] for c in names}, h_bt, result.seasons, cuts)
-    y_act = result.to_y(backtest.actuals(result.z, h_bt, cuts))
-    scale = mase_scale(result.to_y(result.z), result.seasons[0])
+    y_act, scale = selection_targets(result.z, result.to_y, result.seasons, h_bt, cuts)
     components, scores, cv = select(names, fc_z, y_act, result.to_y, scale)
     assert components == result.components
     assert cv == result.info["combination"]["cross_validated_mase"]
