@@ -87,11 +87,9 @@ def prepare_series(args: tuple[str, pd.Series | np.ndarray, np.ndarray, tuple[in
         # at the forecast origin as in the backtest: a candidate that fails there gets NaN, not a crash
         final = {c: backtest.run_backtest(z, {c: MODELS[c]}, horizon, seasons_used, [len(z)])[c][0] for c in names}
     values = y.to_numpy(float)
-    return {"id": sid, "names": names, "cuts": cuts, "fc_bt": fc_bt, "final": final, "test": test,
-            "fit_components": tuple(result.components), "fit_mean": result.frame["mean"].to_numpy(),
-            "z": z, "log": result.log, "offset": result.offset, "seasons": seasons_used, "h_bt": h_bt,
-            "scale": mase_scale(values, 24), "snaive_24": np.resize(values[-24:], horizon),
-            "naive2": fa.naive2(values, horizon) if seasons is not None else None, "fit": result}
+    return {"id": sid, "fit": result, "names": names, "cuts": cuts, "h_bt": h_bt, "fc_bt": fc_bt, "final": final,
+            "test": test, "scale": mase_scale(values, 24), "snaive_24": np.resize(values[-24:], horizon),
+            "naive2": fa.naive2(values, horizon) if seasons is not None else None}
 
 
 def replay(row: dict, windows: int, kwargs: dict) -> tuple[tuple[str, ...], np.ndarray]:
@@ -99,7 +97,7 @@ def replay(row: dict, windows: int, kwargs: dict) -> tuple[tuple[str, ...], np.n
     result = row["fit"]
     keep = len(row["cuts"]) - min(windows, len(row["cuts"]))
     cuts = row["cuts"][keep:]
-    y_act, scale = selection_targets(row["z"], result.to_y, row["seasons"], row["h_bt"], cuts)
+    y_act, scale = selection_targets(result.z, result.to_y, result.seasons, row["h_bt"], cuts)
     fc_z = {c: f[keep:] for c, f in row["fc_bt"].items()}
     components, _, _ = select(row["names"], fc_z, y_act, result.to_y, scale, **kwargs)
     components = components or ("seasonal_naive",)
@@ -214,7 +212,7 @@ def main(argv: list[str] | None = None) -> None:
         same = 0
         for r in rows:
             components, forecast = replay(r, *RULES["default"])
-            same += components == r["fit_components"] and np.array_equal(forecast, r["fit_mean"])
+            same += components == r["fit"].components and np.array_equal(forecast, r["fit"].frame["mean"].to_numpy())
         windows = sorted({len(r["cuts"]) for r in rows})
         print(f"\n{suite} ({args.split} split): {len(rows)} series; replay = fit (components and forecast) on "
               f"{same} of {len(rows)}; selection windows the history allows: {windows[0]}-{windows[-1]} "

@@ -84,7 +84,7 @@ def test_rules_differ_where_they_should(tmp_path, monkeypatch):
     monkeypatch.setattr(script, "select", recording_select)
     for windows in (3, 4, 5):
         script.replay(row, windows, {})
-        y_act, _ = script.selection_targets(row["z"], row["fit"].to_y, row["seasons"], row["h_bt"],
+        y_act, _ = script.selection_targets(row["fit"].z, row["fit"].to_y, row["fit"].seasons, row["h_bt"],
                                             row["cuts"][-windows:])
         np.testing.assert_array_equal(seen[-1], y_act)  # the latest `windows` windows, not the first
     everything, _ = script.replay(row, *script.RULES["all candidates"])
