@@ -9,7 +9,7 @@ splits as that script: M4 Hourly with seasons 24 and 168, ServeGen clients with 
 horizon 48), and every default candidate is backtested once at the latest
 :data:`MAX_WINDOWS` selection origins (:func:`forecasting.api.selection_windows`) and refitted at the
 forecast origin. Each rule of :data:`RULES` then chooses its combination from those forecasts alone
-with the forecaster's own :func:`forecasting.api.select` (other sizes, tolerance, single-candidate
+with the forecaster's own :func:`forecasting.api.select_pools` (other sizes, tolerance, single-candidate
 gain, or more windows), so a rule costs a second, not a run.
 
 The replay of the default rule must give ``fit``'s own components on every series (printed as
@@ -48,17 +48,18 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forecast_accuracy as fa  # noqa: E402  (benchmarks/forecast_accuracy.py: data, protocol, Naive2)
-from capplan.forecasting import MODELS, fit  # noqa: E402
+from capplan.forecasting import fit  # noqa: E402
 from capplan.forecasting import backtest  # noqa: E402
-from capplan.forecasting.api import (default_candidates, select, selection_targets,  # noqa: E402
+from capplan.forecasting.api import (candidate_names, select_pools, selection_targets,  # noqa: E402
                                     selection_windows)
+from capplan.forecasting.models import model_for  # noqa: E402
 from capplan.forecasting.metrics import mase, mase_scale, smape  # noqa: E402
 from capplan.forecasting.prepare import steps_per_day  # noqa: E402
 
 FORECASTING = Path(__file__).resolve().parent.parent / "forecasting"
 #: Most selection windows any rule replays (the default rule uses ``fit``'s 3). [count]
 MAX_WINDOWS = 5
-#: rule name -> (selection windows, keyword arguments of :func:`forecasting.api.select`)
+#: rule name -> (selection windows, keyword arguments of :func:`forecasting.api.select` via ``select_pools``)
 RULES: dict[str, tuple[int, dict]] = {
     "default": (3, {}),
     "all candidates": (3, {"sizes": (0,)}),
@@ -81,11 +82,11 @@ def prepare_series(args: tuple[str, pd.Series | np.ndarray, np.ndarray, tuple[in
         warnings.simplefilter("ignore")
         result = fit(y, horizon, seasons)
         z, seasons_used = result.z, result.seasons
-        names = tuple(dict.fromkeys(default_candidates(seasons_used, len(z), steps_per_day(y.index))))
+        names, _ = candidate_names(None, seasons, seasons_used, len(z), steps_per_day(y.index))
         h_bt, _, _, cuts = selection_windows(len(z), horizon, MAX_WINDOWS)
-        fc_bt = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons_used, cuts)
+        fc_bt = backtest.run_backtest(z, {c: model_for(c) for c in names}, h_bt, seasons_used, cuts)
         # at the forecast origin as in the backtest: a candidate that fails there gets NaN, not a crash
-        final = {c: backtest.run_backtest(z, {c: MODELS[c]}, horizon, seasons_used, [len(z)])[c][0] for c in names}
+        final = {c: backtest.run_backtest(z, {c: model_for(c)}, horizon, seasons_used, [len(z)])[c][0] for c in names}
     values = y.to_numpy(float)
     return {"id": sid, "fit": result, "names": names, "cuts": cuts, "h_bt": h_bt, "fc_bt": fc_bt, "final": final,
             "test": test, "scale": mase_scale(values, 24), "snaive_24": np.resize(values[-24:], horizon),
@@ -99,7 +100,7 @@ def replay(row: dict, windows: int, kwargs: dict) -> tuple[tuple[str, ...], np.n
     cuts = row["cuts"][keep:]
     y_act, scale = selection_targets(result.z, result.to_y, result.seasons, row["h_bt"], cuts)
     fc_z = {c: f[keep:] for c, f in row["fc_bt"].items()}
-    components, _, _ = select(row["names"], fc_z, y_act, result.to_y, scale, **kwargs)
+    components, _, _, _ = select_pools(row["names"], fc_z, y_act, result.to_y, scale, **kwargs)
     components = components or ("seasonal_naive",)
     return components, result.to_y(np.mean([row["final"][c] for c in components], axis=0))
 

@@ -15,7 +15,7 @@ import pandas as pd
 from capplan.forecasting import backtest, intervals, prepare
 from capplan.forecasting.history import monthly_horizon_refusal
 from capplan.forecasting.metrics import mase, mase_scale
-from capplan.forecasting.models import MODELS, models_the_week
+from capplan.forecasting.models import CYCLE_MARK, MODELS, cycle_of, model_for, models_the_week, with_cycle
 from capplan.forecasting.schema import ForecastFrame
 
 #: Candidates tried when ``candidates=None``, cheapest first.
@@ -100,7 +100,7 @@ class Fit:
 
     def predict_z(self, z: np.ndarray, horizon: int) -> np.ndarray:
         """The chosen method's forecast on the modelling scale, refitted to ``z``."""
-        return np.mean([MODELS[c](z, horizon, self.seasons) for c in self.components], axis=0)
+        return np.mean([model_for(c)(z, horizon, self.seasons) for c in self.components], axis=0)
 
     def to_y(self, z: np.ndarray) -> np.ndarray:
         """Back from the modelling scale to the series' unit, never negative.
@@ -208,7 +208,7 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     values = values.loc[values.first_valid_index():]
     z, observed, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon,
                                                               season_lengths, max_train_seasons, clean_outliers)
-    names = tuple(dict.fromkeys(candidates or default_candidates(seasons, len(z), prepare.steps_per_day(values.index))))
+    names, _ = candidate_names(candidates, season_lengths, seasons, len(z), prepare.steps_per_day(values.index))
     result = _choose(z, horizon, seasons, names, windows, max(windows, calibration_windows), log, offset, observed)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
@@ -260,7 +260,10 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
     z = (np.log(filled + offset) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, MIN_TRAIN_STEPS):]
     observed, replaced = z, 0
     if clean_outliers:
-        z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else None)
+        # incidents are judged against the same phase of the neighbouring cycles: the day's hours where the
+        # test did not confirm the daily cycle (unconfirmed_day), so such a series' outages are damped too
+        period = seasons[0] if seasons else unconfirmed_day(season_lengths, seasons, len(z), prepare.steps_per_day(index))
+        z, replaced = prepare.damp_outliers(z, period)
     info = {"gaps_filled": int(np.isnan(raw).sum()), "zeros_as_gaps": zero_gaps, "outliers_replaced": int(replaced),
             "train_length": len(z), "warnings": notes}
     return z, observed, (log, offset), seasons, info
@@ -278,6 +281,37 @@ def default_candidates(seasons: Sequence[int], n: int, steps_per_day: int | None
     weekdays = (steps_per_day is not None and bool(seasons) and seasons[0] == steps_per_day
                 and not models_the_week(seasons, n))
     return tuple(c for c in DEFAULT_CANDIDATES if c != WEEKDAY_CANDIDATE or weekdays)
+
+
+def candidate_names(candidates: Sequence[str] | None, season_lengths: Sequence[int] | None,
+                    seasons: tuple[int, ...], n: int, steps_per_day: int | None) -> tuple[tuple[str, ...], int | None]:
+    """The candidates ``fit`` backtests for a series of ``n`` modelling-scale steps with these ``seasons``
+    (``candidates``, else :func:`default_candidates`), and the same ones fitted with the day as their
+    season (``"<name>@<m>"``) where :func:`unconfirmed_day` says so; returns them and that day [steps] or ``None``."""
+    names = tuple(dict.fromkeys(candidates or default_candidates(seasons, n, steps_per_day)))
+    day = unconfirmed_day(season_lengths, seasons, n, steps_per_day)
+    if day:
+        names += tuple(with_cycle(c, day) for c in dict.fromkeys(candidates or default_candidates((day,), n, steps_per_day)))
+    return names, day
+
+
+def unconfirmed_day(season_lengths: Sequence[int] | None, seasons: Sequence[int], n: int,
+                    steps_per_day: int | None) -> int | None:
+    """The day's length in steps where its cycle is also tried though the seasonality test did not confirm it.
+
+    That is where the seasons were detected (``season_lengths`` is ``None``), none was found, the index has
+    a day of several steps (hourly data: 24) and the ``n`` modelling-scale steps hold at least three days,
+    the history the test needs to judge. Level shifts, which LLM demand has from day to day, raise every
+    autocorrelation and with them the test's bound, so a real daily cycle can fail it (13 of 36 ServeGen
+    development clients); the backtest then chooses between the candidates without a season and the same
+    candidates with the day as their season (``"<name>@24"``, :func:`select_pools`), and incidents are damped
+    against the same hours of the neighbouring days (:func:`prepare.damp_outliers`), as with a confirmed
+    cycle. ``None`` everywhere else: seasons the caller gave, a detected season, a calendar or plain index,
+    too short a history.
+    """
+    if season_lengths is not None or seasons or not steps_per_day or steps_per_day < 2 or n < 3 * steps_per_day:
+        return None
+    return steps_per_day
 
 
 def _check_args(horizon: int, levels: Sequence[int], candidates: Sequence[str] | None, windows: int,
@@ -333,10 +367,10 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     observed = z if observed is None else observed
     n = len(z)
     h_bt, step, min_train, cuts = selection_windows(n, horizon, windows)
-    fc_z = backtest.run_backtest(z, {c: MODELS[c] for c in names}, h_bt, seasons, cuts)
+    fc_z = backtest.run_backtest(z, {c: model_for(c) for c in names}, h_bt, seasons, cuts)
     probe = Fit(pd.DataFrame(), z, log, seasons, (), np.empty((0, h_bt)), offset=offset)
     y_act, scale = selection_targets(z, probe.to_y, seasons, h_bt, cuts)
-    components, scores, size_scores = select(names, fc_z, y_act, probe.to_y, scale)
+    components, scores, size_scores, day_choice = select_pools(names, fc_z, y_act, probe.to_y, scale)
     if not components:  # every candidate failed somewhere: fall back to the one that cannot fail
         components = ("seasonal_naive",)
         fc_z.update(backtest.run_backtest(z, {"seasonal_naive": MODELS["seasonal_naive"]}, h_bt, seasons, cuts))
@@ -346,14 +380,15 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     # Older origins add errors from more varied stretches of history, and errors the choice was not tuned on.
     # They may fit on less history than the choice did (down to a quarter of it and three cycles),
     # so that a short series' own past level shifts are among the errors the intervals learn from.
-    cal_min_train = max(2, int(CALIBRATION_MIN_TRAIN_SHARE * n), 3 * seasons[0] if seasons else 2)
+    cycle = min((p for p in (cycle_of(c, seasons) for c in components) if p), default=None)
+    cal_min_train = max(2, int(CALIBRATION_MIN_TRAIN_SHARE * n), 3 * cycle if cycle else 2)
     older = [c for c in backtest.cutoffs(n, h_bt, calibration_windows, step=step, min_train=min(min_train, cal_min_train))
              if c not in cuts]
-    fc_old = backtest.run_backtest(z, {c: MODELS[c] for c in components}, h_bt, seasons, older)
+    fc_old = backtest.run_backtest(z, {c: model_for(c) for c in components}, h_bt, seasons, older)
     cal_cuts = older + cuts
     cal_z = np.concatenate([np.mean([fc_old[c] for c in components], axis=0), chosen_z])
     errors = backtest.actuals(observed, h_bt, cal_cuts) - cal_z
-    info = {"model": model, "components": list(components),
+    info = {"model": model, "components": list(components), "unconfirmed_day": day_choice,
             "combination": {"size": len(components), "rule": COMBINATION_RULE, "cross_validated_mase": size_scores},
             "backtest": {"horizon": h_bt, "windows": len(cuts), "train_lengths": list(cuts), "scores": scores},
             "calibration": {"windows": len(cal_cuts), "train_lengths": list(cal_cuts)}}
@@ -390,6 +425,49 @@ def select(names: Sequence[str], fc_z: dict[str, np.ndarray], y_act: np.ndarray,
     size, size_scores = _combination_size(ranked, fc_z, per_window, y_act, to_y, scale,
                                           sizes=sizes, tolerance=tolerance, single_gain=single_gain)
     return tuple(sorted(ranked[:size])), scores, size_scores
+
+
+def select_pools(names: Sequence[str], fc_z: dict[str, np.ndarray], y_act: np.ndarray, to_y, scale: float,
+                 **kwargs) -> tuple[tuple[str, ...], dict[str, dict[str, float]], dict[str, float], dict | None]:
+    """:func:`select` on the candidates as the seasonality test left them and, where ``names`` also has them
+    fitted with a cycle the test did not confirm (``"<name>@<m>"``, :func:`unconfirmed_day`), on those; the
+    pool whose chosen combination has the lower leave-one-window-out MASE gives the forecast.
+
+    The two pools are chosen between, not merged: merged, "every candidate" would average the cycle into
+    series that have none (on generated random walks the mean MASE rose 1.00 -> 1.15 that way, chosen between
+    1.05, docs/forecasting.md, session 17). On a tie the test's verdict (no cycle) stands. ``kwargs`` go to
+    :func:`select`.
+
+    Returns :func:`select`'s components, the backtest scores of every candidate of both pools, the chosen
+    pool's size scores, and ``None`` without a second pool, else ``{"steps": m, "used": bool,
+    "cross_validated_mase": {"without": .., "with": ..}}``.
+    """
+    plain = tuple(c for c in names if CYCLE_MARK not in c)
+    cycled = tuple(c for c in names if CYCLE_MARK in c)
+    without = select(plain, fc_z, y_act, to_y, scale, **kwargs)
+    if not cycled:
+        return (*without, None)
+    with_day = select(cycled, fc_z, y_act, to_y, scale, **kwargs)
+    score_without, score_with = (_chosen_score(pick, fc_z, y_act, to_y, scale) for pick in (without, with_day))
+    used = score_with < score_without
+    components, _, size_scores = with_day if used else without
+    return components, {**without[1], **with_day[1]}, size_scores, {
+        "steps": cycle_of(cycled[0], ()), "used": bool(used),
+        "cross_validated_mase": {"without": score_without, "with": score_with}}
+
+
+def _chosen_score(pick: tuple[tuple[str, ...], dict, dict[str, float]], fc_z: dict[str, np.ndarray],
+                  y_act: np.ndarray, to_y, scale: float) -> float:
+    """The leave-one-window-out MASE of the size :func:`select` chose (``pick`` is its result); where no size
+    was cross-validated (too few candidates or windows), the chosen combination's backtest MASE."""
+    components, _, size_scores = pick
+    if not components:
+        return float("inf")
+    k = len(components)
+    key = "1" if k == 1 else str(k) if str(k) in size_scores else "all"
+    if key in size_scores:
+        return size_scores[key]
+    return backtest.score(y_act, to_y(np.mean([fc_z[c] for c in components], axis=0)), scale)["mase"]
 
 
 COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "

@@ -12,6 +12,7 @@ every model, so models can be combined and compared on equal terms.
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -396,6 +397,8 @@ def fourier_arima(z: np.ndarray, horizon: int, season_lengths: Sequence[int]) ->
 
 
 #: Every candidate by name; ``forecast(..., candidates=...)`` picks from these keys.
+#: ``"<name>@<m>"`` (:func:`with_cycle`) is candidate ``<name>`` fitted with a cycle of ``m`` steps the
+#: seasonality test did not confirm (:func:`model_for`).
 MODELS: dict[str, Model] = {
     "naive": naive,
     "seasonal_naive": seasonal_naive,
@@ -412,3 +415,30 @@ MODELS: dict[str, Model] = {
     "holt_winters": holt_winters,
     "fourier_arima": fourier_arima,
 }
+
+
+#: Separates a candidate's name from the cycle it is fitted with in ``"<name>@<m>"``.
+CYCLE_MARK = "@"
+
+
+def with_cycle(name: str, period: int) -> str:
+    """The name of candidate ``name`` fitted with a season of ``period`` steps whatever the series' own."""
+    return f"{name}{CYCLE_MARK}{period}"
+
+
+def _fit_with_cycle(base: Model, period: int, z: np.ndarray, horizon: int,
+                    season_lengths: Sequence[int]) -> np.ndarray:
+    return base(z, horizon, (period,))
+
+
+def model_for(name: str) -> Model:
+    """The model called ``name``: a key of :data:`MODELS`, or ``"<key>@<m>"`` (:func:`with_cycle`), that
+    candidate with the season ``(m,)`` in place of the series' own (picklable)."""
+    base, _, period = name.partition(CYCLE_MARK)
+    return MODELS[base] if not period else partial(_fit_with_cycle, MODELS[base], int(period))
+
+
+def cycle_of(name: str, season_lengths: Sequence[int]) -> int | None:
+    """The shortest season candidate ``name`` is fitted with on a series whose seasons are ``season_lengths``. [steps]"""
+    _, _, period = name.partition(CYCLE_MARK)
+    return int(period) if period else (min(season_lengths) if season_lengths else None)

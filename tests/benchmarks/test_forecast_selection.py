@@ -75,13 +75,13 @@ def test_rules_differ_where_they_should(tmp_path, monkeypatch):
     rows = script.load_rows("servegen", "test", 1, 1, tmp_path, sg, None)
     row = rows[0]
     assert len(row["cuts"]) == script.MAX_WINDOWS and row["cuts"][-3:] == row["fit"].info["backtest"]["train_lengths"]
-    original, seen = script.select, []
+    original, seen = script.select_pools, []
 
     def recording_select(names, fc_z, y_act, to_y, scale, **kwargs):
         seen.append(y_act)
         return original(names, fc_z, y_act, to_y, scale, **kwargs)
 
-    monkeypatch.setattr(script, "select", recording_select)
+    monkeypatch.setattr(script, "select_pools", recording_select)
     for windows in (3, 4, 5):
         script.replay(row, windows, {})
         y_act, _ = script.selection_targets(row["fit"].z, row["fit"].to_y, row["fit"].seasons, row["h_bt"],

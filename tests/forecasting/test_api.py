@@ -373,3 +373,55 @@ def test_profile_weekdays_is_tried_only_for_a_daily_cycle_with_no_season_spannin
         result = fit(y, 2 * steps if steps > 1 else 14)
     assert ("profile_weekdays" in result.info["backtest"]["scores"]) is tried
     assert ("profile_weekdays" in default_candidates((24,), 288, None)) is False  # a plain index: no day known
+
+
+def _daily_cycle_under_day_level_shifts(days: int = 12, seed: int = 19) -> pd.Series:
+    """A 24-hour cycle (±0.25 on the log scale) under day-to-day level steps (s.d. 0.6) and hourly noise.
+
+    The level steps raise every autocorrelation, so the seasonality test's bound rises above the
+    autocorrelation at 24 h (0.11 here) and the cycle is not confirmed, as on 13 of 36 ServeGen clients.
+    """
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * 24)
+    z = 3 + np.repeat(np.cumsum(rng.normal(0, 0.6, days)), 24) + 0.25 * np.sin(2 * np.pi * t / 24)
+    z += 0.15 * rng.normal(size=t.size)
+    return pd.Series(np.exp(z), index=pd.date_range("2026-01-05", periods=t.size, freq="h"))
+
+
+def test_a_daily_cycle_the_test_misses_is_still_tried_and_followed():
+    y = _daily_cycle_under_day_level_shifts()
+    result = fit(y, 48, candidates=FAST)
+    assert result.seasons == ()                      # the test did not confirm the cycle
+    choice = result.info["unconfirmed_day"]
+    assert choice["steps"] == 24 and choice["used"]
+    assert choice["cross_validated_mase"]["with"] < choice["cross_validated_mase"]["without"]
+    scores = result.info["backtest"]["scores"]
+    assert {"seasonal_naive@24", "seasonal_profile@24", "theta@24"} <= set(scores)
+    assert all(c.endswith("@24") for c in result.components)
+    log_mean = np.log(result.frame["mean"].to_numpy())
+    assert np.corrcoef(log_mean, np.sin(2 * np.pi * np.arange(288, 336) / 24))[0, 1] > 0.8  # the cycle is forecast
+    # the chosen components refit the same way the forecast was made (the plan's sample paths refit them)
+    np.testing.assert_allclose(result.to_y(result.predict_z(result.z, 48)), result.frame["mean"], rtol=1e-9)
+    # its calibration reaches back to three days, as a confirmed daily season's does
+    assert result.info["calibration"]["train_lengths"][0] == 72
+
+
+@pytest.mark.parametrize(("season_lengths", "seasons", "n", "per_day", "day"), [
+    (None, (), 288, 24, 24),          # detected none, three days or more of hourly data: the day is tried too
+    (None, (), 72, 24, 24),           # exactly three days, the history the test needs
+    (None, (), 71, 24, None),         # too short for the test to judge
+    (None, (24,), 288, 24, None),     # confirmed: the seasonal candidates already have it
+    ((), (), 288, 24, None),          # the caller said no season
+    ((24,), (24,), 288, 24, None),    # the caller gave it
+    (None, (), 400, 1, None),         # daily data: a day of one step is no cycle
+    (None, (), 400, None, None),      # a plain index: no day known
+    (None, (), 960, 96, 96),          # quarter-hourly data: the day is 96 steps
+])
+def test_the_day_is_tried_unconfirmed_only_where_the_test_found_no_season_it_could_judge(season_lengths, seasons, n,
+                                                                                          per_day, day):
+    from capplan.forecasting.api import candidate_names, unconfirmed_day
+
+    assert unconfirmed_day(season_lengths, seasons, n, per_day) == day
+    names, got = candidate_names(None, season_lengths, seasons, n, per_day)
+    assert got == day
+    assert any("@" in c for c in names) is (day is not None)

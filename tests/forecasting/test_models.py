@@ -157,3 +157,19 @@ def test_mstl_at_exactly_two_weekly_cycles_uses_the_daily_season_without_a_warni
     assert out.shape == (48,) and np.isfinite(out).all()
     # the daily cycle is carried forward: the forecast's peak-to-trough is about the 20-unit swing
     assert 15 < np.ptp(out[:24]) < 25
+
+
+def test_a_candidate_with_a_cycle_is_that_candidate_with_that_season_and_pickles():
+    import pickle
+
+    from capplan.forecasting.models import MODELS, cycle_of, model_for, with_cycle
+
+    z = np.log(100 + 30 * np.sin(2 * np.pi * np.arange(240) / 24))
+    name = with_cycle("seasonal_naive", 24)
+    assert name == "seasonal_naive@24"
+    np.testing.assert_array_equal(model_for(name)(z, 48, ()), MODELS["seasonal_naive"](z, 48, (24,)))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model_for(name)))(z, 48, ()), model_for(name)(z, 48, ()))
+    assert model_for("theta") is MODELS["theta"]
+    assert (cycle_of(name, ()), cycle_of("theta", (24, 168)), cycle_of("theta", ())) == (24, 24, None)
+    with pytest.raises(KeyError):
+        model_for("no_such_model@24")

@@ -74,3 +74,31 @@ def test_select_on_fits_backtests_is_fits_choice():
     assert components == result.components
     assert cv == result.info["combination"]["cross_validated_mase"]
     assert scores.items() <= result.info["backtest"]["scores"].items()
+
+
+def test_golden_pool_choice_between_the_test_verdict_and_the_unconfirmed_day():
+    from capplan.forecasting.api import select_pools
+
+    actual = np.zeros((3, 4))
+    # without the day: misses 0.5, 0.75, 1.0, 1.25 -> cross-validated best 3: 0.75, all 4: 0.875 (> 1.1 x 0.75),
+    # alone 0.5 (> half of 0.75): 3 at 0.75. With the day: 0.375, 0.625, 0.875, 1.125 -> best 3 at 0.625, all
+    # 0.75, alone 0.375: 3 at 0.625, lower, so the day is used. (Exact binary fractions: the ties are exact.)
+    plain = {"a": 0.5, "b": 0.75, "c": 1.0, "d": 1.25}
+    cycled = {f"{c}@24": miss - 0.125 for c, miss in plain.items()}
+    fc_z = _candidates({**plain, **cycled})
+    names = (*plain, *cycled)
+    components, scores, cv, choice = select_pools(names, fc_z, actual, _identity, 1.0)
+    assert components == ("a@24", "b@24", "c@24") and set(scores) == set(names)
+    assert cv == {"3": 0.625, "all": 0.75, "1": 0.375}
+    assert choice == {"steps": 24, "used": True, "cross_validated_mase": {"without": 0.75, "with": 0.625}}
+    # equal scores: the test's verdict (no cycle) stands
+    tie = _candidates({**plain, **{f"{c}@24": miss for c, miss in plain.items()}})
+    components, _, _, choice = select_pools(names, tie, actual, _identity, 1.0)
+    assert components == ("a", "b", "c") and choice["used"] is False
+    # a cycle pool that failed in every window is never chosen
+    failed = {**fc_z, **{c: np.full((3, 4), np.nan) for c in cycled}}
+    components, _, _, choice = select_pools(names, failed, actual, _identity, 1.0)
+    assert components == ("a", "b", "c") and choice["cross_validated_mase"]["with"] == float("inf")
+    # no cycle pool: select's result and no choice
+    assert select_pools(tuple(plain), fc_z, actual, _identity, 1.0) == (*select(tuple(plain), fc_z, actual,
+                                                                                _identity, 1.0), None)
