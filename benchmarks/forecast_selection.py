@@ -82,7 +82,8 @@ def prepare_series(args: tuple[str, pd.Series | np.ndarray, np.ndarray, tuple[in
         warnings.simplefilter("ignore")
         result = fit(y, horizon, seasons)
         z, seasons_used = result.z, result.seasons
-        names, _ = candidate_names(None, seasons, seasons_used, len(z), steps_per_day(y.index))
+        day = (result.info["unconfirmed_day"] or {}).get("steps")
+        names = candidate_names(None, seasons_used, len(z), steps_per_day(y.index), day)
         h_bt, _, _, cuts = selection_windows(len(z), horizon, MAX_WINDOWS)
         fc_bt = backtest.run_backtest(z, {c: model_for(c) for c in names}, h_bt, seasons_used, cuts)
         # at the forecast origin as in the backtest: a candidate that fails there gets NaN, not a crash

@@ -135,9 +135,10 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
     levels : sequence of int
         Central prediction-interval levels. [%]
     candidates : sequence of str, optional
-        Names from :data:`forecasting.models.MODELS`; default :func:`default_candidates`
+        Names from :data:`forecasting.models.MODELS`, fitted as listed; default :func:`default_candidates`
         (:data:`DEFAULT_CANDIDATES`; ``profile_weekdays`` only for a daily cycle with no season
-        spanning the week yet).
+        spanning the week yet), and with them the same candidates fitted with a day the seasonality
+        test did not confirm (:func:`unconfirmed_day`).
     windows : int
         Rolling-origin backtest windows the candidates are chosen on. [count]
     calibration_windows : int
@@ -163,7 +164,8 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
         :class:`ForecastFrame`: ``mean`` and ``lo_<L>``/``hi_<L>`` per level, in
         the unit of ``y``, indexed by the ``horizon`` periods after ``y``.
         ``attrs`` holds the chosen model, every candidate's backtest MASE and
-        sMAPE, the cross-validated interval coverage and the interval method.
+        sMAPE, the cross-validated interval coverage and the interval method, and
+        ``"unconfirmed_day"``: ``None``, or whether the day's pool was used and both pools' scores.
 
     Notes
     -----
@@ -177,7 +179,10 @@ def forecast(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = 
       than taking the single best, won M4 and avoids the occasional blow-up of a
       model that was lucky in a few windows; one candidate alone only where it
       beats every combination by :data:`SINGLE_GAIN` on windows it was not
-      ranked on (a cycle only it follows, e.g. ``own_period_naive``).
+      ranked on (a cycle only it follows, e.g. ``own_period_naive``). Where the
+      test finds no season on sub-daily data, the choice is made on the
+      candidates with and without the day as their season, and the pool with the
+      lower leave-one-window-out MASE is used (:func:`select_pools`).
     - Zeros that are at most 5 % of the observations are read as logging gaps
       (:func:`prepare.rare_zeros_as_gaps`, ``attrs["zeros_as_gaps"]``).
     - Positive series are modelled on the log scale ``log(y + c)``
@@ -206,9 +211,10 @@ def fit(y: pd.Series, horizon: int, season_lengths: Sequence[int] | None = None,
     levels = _check_args(horizon, levels, candidates, windows, interval_method)
     values = prepare.check_series(y)
     values = values.loc[values.first_valid_index():]
-    z, observed, (log, offset), seasons, prep_info = _prepare(values.to_numpy(), values.index, horizon,
-                                                              season_lengths, max_train_seasons, clean_outliers)
-    names, _ = candidate_names(candidates, season_lengths, seasons, len(z), prepare.steps_per_day(values.index))
+    z, observed, (log, offset), seasons, day, prep_info = _prepare(values.to_numpy(), values.index, horizon,
+                                                                   season_lengths, candidates, max_train_seasons,
+                                                                   clean_outliers)
+    names = candidate_names(candidates, seasons, len(z), prepare.steps_per_day(values.index), day)
     result = _choose(z, horizon, seasons, names, windows, max(windows, calibration_windows), log, offset, observed)
     settings = intervals.calibration(result.backtest_errors, levels, interval_method)
     result.frame = _frame(result, horizon, levels, values.index, interval_method, settings)
@@ -240,10 +246,11 @@ def _width_note(train_lengths: list[int], h_bt: int, settings: dict[int, tuple[f
 
 
 def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Sequence[int] | None,
-             max_train_seasons: int,
-             clean_outliers: bool) -> tuple[np.ndarray, np.ndarray, tuple[bool, float], tuple[int, ...], dict]:
+             candidates: Sequence[str] | None, max_train_seasons: int,
+             clean_outliers: bool) -> tuple[np.ndarray, np.ndarray, tuple[bool, float], tuple[int, ...], int | None, dict]:
     """Modelling-scale training values (incidents damped), the same before damping, (whether they are
-    logs, the log offset), the seasons used, what was done."""
+    logs, the log offset), the seasons used, the unconfirmed day (:func:`unconfirmed_day`) [steps] or
+    ``None``, what was done."""
     notes: list[str] = []
     raw, zero_gaps = prepare.rare_zeros_as_gaps(raw)
     log = prepare.choose_log(raw[np.isfinite(raw)])
@@ -258,15 +265,16 @@ def _prepare(raw: np.ndarray, index: pd.Index, horizon: int, season_lengths: Seq
         seasons = tuple(m for m in seasons if m not in short)
     filled = prepare.fill_gaps(raw, seasons[0] if seasons else None)
     z = (np.log(filled + offset) if log else filled)[-max(max_train_seasons * max(seasons, default=1), 3 * horizon, MIN_TRAIN_STEPS):]
+    day = unconfirmed_day(season_lengths, candidates, seasons, len(z), prepare.steps_per_day(index))
     observed, replaced = z, 0
     if clean_outliers:
         # incidents are judged against the same phase of the neighbouring cycles: the day's hours where the
-        # test did not confirm the daily cycle (unconfirmed_day), so such a series' outages are damped too
-        period = seasons[0] if seasons else unconfirmed_day(season_lengths, seasons, len(z), prepare.steps_per_day(index))
-        z, replaced = prepare.damp_outliers(z, period)
+        # test did not confirm the daily cycle, so such a series' outages are damped too. Gaps stay filled
+        # linearly there: filled from the day before, they would carry the cycle into the pool without it.
+        z, replaced = prepare.damp_outliers(z, seasons[0] if seasons else day)
     info = {"gaps_filled": int(np.isnan(raw).sum()), "zeros_as_gaps": zero_gaps, "outliers_replaced": int(replaced),
             "train_length": len(z), "warnings": notes}
-    return z, observed, (log, offset), seasons, info
+    return z, observed, (log, offset), seasons, day, info
 
 
 def default_candidates(seasons: Sequence[int], n: int, steps_per_day: int | None) -> tuple[str, ...]:
@@ -283,23 +291,23 @@ def default_candidates(seasons: Sequence[int], n: int, steps_per_day: int | None
     return tuple(c for c in DEFAULT_CANDIDATES if c != WEEKDAY_CANDIDATE or weekdays)
 
 
-def candidate_names(candidates: Sequence[str] | None, season_lengths: Sequence[int] | None,
-                    seasons: tuple[int, ...], n: int, steps_per_day: int | None) -> tuple[tuple[str, ...], int | None]:
-    """The candidates ``fit`` backtests for a series of ``n`` modelling-scale steps with these ``seasons``
-    (``candidates``, else :func:`default_candidates`), and the same ones fitted with the day as their
-    season (``"<name>@<m>"``) where :func:`unconfirmed_day` says so; returns them and that day [steps] or ``None``."""
+def candidate_names(candidates: Sequence[str] | None, seasons: tuple[int, ...], n: int,
+                    steps_per_day: int | None, day: int | None) -> tuple[str, ...]:
+    """The candidates ``fit`` backtests for a series of ``n`` modelling-scale steps with these ``seasons``:
+    ``candidates``, else :func:`default_candidates`, and with an unconfirmed ``day`` [steps]
+    (:func:`unconfirmed_day`) the default candidates for that season again, fitted with it (``"<name>@<m>"``)."""
     names = tuple(dict.fromkeys(candidates or default_candidates(seasons, n, steps_per_day)))
-    day = unconfirmed_day(season_lengths, seasons, n, steps_per_day)
     if day:
-        names += tuple(with_cycle(c, day) for c in dict.fromkeys(candidates or default_candidates((day,), n, steps_per_day)))
-    return names, day
+        names += tuple(with_cycle(c, day) for c in default_candidates((day,), n, steps_per_day))
+    return names
 
 
-def unconfirmed_day(season_lengths: Sequence[int] | None, seasons: Sequence[int], n: int,
-                    steps_per_day: int | None) -> int | None:
+def unconfirmed_day(season_lengths: Sequence[int] | None, candidates: Sequence[str] | None, seasons: Sequence[int],
+                    n: int, steps_per_day: int | None) -> int | None:
     """The day's length in steps where its cycle is also tried though the seasonality test did not confirm it.
 
-    That is where the seasons were detected (``season_lengths`` is ``None``), none was found, the index has
+    That is where the seasons were detected (``season_lengths`` is ``None``) and the candidates are the
+    default ones (``candidates`` is ``None``: names the caller lists are fitted as listed), none was found, the index has
     a day of several steps (hourly data: 24) and the ``n`` modelling-scale steps hold at least three days,
     the history the test needs to judge. Level shifts, which LLM demand has from day to day, raise every
     autocorrelation and with them the test's bound, so a real daily cycle can fail it (13 of 36 ServeGen
@@ -309,7 +317,8 @@ def unconfirmed_day(season_lengths: Sequence[int] | None, seasons: Sequence[int]
     cycle. ``None`` everywhere else: seasons the caller gave, a detected season, a calendar or plain index,
     too short a history.
     """
-    if season_lengths is not None or seasons or not steps_per_day or steps_per_day < 2 or n < 3 * steps_per_day:
+    if (season_lengths is not None or candidates is not None or seasons or not steps_per_day or steps_per_day < 2
+            or n < 3 * steps_per_day):
         return None
     return steps_per_day
 
@@ -447,33 +456,38 @@ def select_pools(names: Sequence[str], fc_z: dict[str, np.ndarray], y_act: np.nd
     without = select(plain, fc_z, y_act, to_y, scale, **kwargs)
     if not cycled:
         return (*without, None)
+    periods = {cycle_of(c, ()) for c in cycled}
+    if len(periods) != 1:
+        raise ValueError(f"the candidates with a cycle must share one period, got {sorted(periods)}")
     with_day = select(cycled, fc_z, y_act, to_y, scale, **kwargs)
     score_without, score_with = (_chosen_score(pick, fc_z, y_act, to_y, scale) for pick in (without, with_day))
     used = score_with < score_without
     components, _, size_scores = with_day if used else without
     return components, {**without[1], **with_day[1]}, size_scores, {
-        "steps": cycle_of(cycled[0], ()), "used": bool(used),
+        "steps": periods.pop(), "used": bool(used),
         "cross_validated_mase": {"without": score_without, "with": score_with}}
 
 
 def _chosen_score(pick: tuple[tuple[str, ...], dict, dict[str, float]], fc_z: dict[str, np.ndarray],
                   y_act: np.ndarray, to_y, scale: float) -> float:
-    """The leave-one-window-out MASE of the size :func:`select` chose (``pick`` is its result); where no size
-    was cross-validated (too few candidates or windows), the chosen combination's backtest MASE."""
-    components, _, size_scores = pick
+    """The leave-one-window-out MASE of the size :func:`select` chose (``pick`` is its result), scored as
+    :func:`_combination_size` scores it also where it had no sizes to choose between; with fewer than two
+    windows (nothing to leave out) the chosen combination's backtest MASE. ``inf`` for no components."""
+    components, scores, _ = pick
     if not components:
         return float("inf")
-    k = len(components)
-    key = "1" if k == 1 else str(k) if str(k) in size_scores else "all"
-    if key in size_scores:
-        return size_scores[key]
-    return backtest.score(y_act, to_y(np.mean([fc_z[c] for c in components], axis=0)), scale)["mase"]
+    if len(y_act) < 2:
+        return backtest.score(y_act, to_y(np.mean([fc_z[c] for c in components], axis=0)), scale)["mase"]
+    ranked = sorted((c for c in scores if np.isfinite(scores[c]["mase"])), key=lambda c: scores[c]["mase"])
+    per_window = {c: backtest.window_mase(y_act, to_y(fc_z[c]), scale) for c in ranked}
+    return _left_out_mase(ranked, fc_z, per_window, y_act, to_y, scale, len(components))
 
 
 COMBINATION_RULE = ("mean (modelling scale) of the k candidates with the lowest backtest MASE; k among "
                     "3, 5 and all, the one whose leave-one-window-out MASE is lowest (each window scored on "
                     "the ranking of the others); the best candidate alone only where its leave-one-window-out "
-                    f"MASE is at most {SINGLE_GAIN:g}x the best combination's")
+                    f"MASE is at most {SINGLE_GAIN:g}x the best combination's; where the day's cycle was tried "
+                    "unconfirmed, chosen so with and without it, and the one with the lower leave-one-window-out MASE used")
 
 
 def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_window: dict[str, np.ndarray],
@@ -502,20 +516,25 @@ def _combination_size(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_wi
         return ks[0], {}
     if n_windows < 2:
         return min(COMBINE_TOP, len(ranked)), {}
-    table = np.array([per_window[c] for c in ranked])  # (candidates, windows)
-    # Each window's ranking of the candidates on the other windows' MASE.
-    order = [np.argsort(np.delete(table, w, axis=1).mean(axis=1), kind="stable") for w in range(n_windows)]
-    cv: dict[int, float] = {}
-    for k in (*ks, 1):
-        errors = [mase(y_act[w], to_y(np.mean([fc_z[ranked[i]][w] for i in order[w][:k]], axis=0)), scale)
-                  for w in range(n_windows)]
-        cv[k] = float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
+    cv = {k: _left_out_mase(ranked, fc_z, per_window, y_act, to_y, scale, k) for k in (*ks, 1)}
     single = cv.pop(1)
     best = min(cv.values())
     size = max(k for k, v in cv.items() if v <= (1 + tolerance) * best)
     if single <= single_gain * best:
         size = 1
     return size, {**{("all" if k == len(ranked) else str(k)): v for k, v in cv.items()}, "1": single}
+
+
+def _left_out_mase(ranked: Sequence[str], fc_z: dict[str, np.ndarray], per_window: dict[str, np.ndarray],
+                   y_act: np.ndarray, to_y, scale: float, k: int) -> float:
+    """Leave-one-window-out MASE of the mean of the best ``k`` candidates: each window scored with the
+    best ``k`` of ``ranked`` by the other windows' MASE (``per_window``); ``inf`` if any window fails."""
+    table = np.array([per_window[c] for c in ranked])  # (candidates, windows)
+    errors = []
+    for w in range(len(y_act)):
+        order = np.argsort(np.delete(table, w, axis=1).mean(axis=1), kind="stable")
+        errors.append(mase(y_act[w], to_y(np.mean([fc_z[ranked[i]][w] for i in order[:k]], axis=0)), scale))
+    return float(np.mean(errors)) if np.all(np.isfinite(errors)) else float("inf")
 
 
 def _frame(result: Fit, horizon: int, levels: Sequence[int], index: pd.Index, interval_method: str,

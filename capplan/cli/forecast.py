@@ -135,6 +135,7 @@ def _summary(name: str, y, result) -> dict[str, Any]:
         "interval_method": result.info["interval_method"],
         "transform": result.info["transform"],
         "season_lengths": result.info["season_lengths"],
+        "unconfirmed_day": result.info["unconfirmed_day"],
         "notes": result.info["warnings"],
         "flattened_after_periods": fc.attrs.get("flattened_after_steps"),
         "forecast": [{"period": ts, **row} for ts, row in zip(fc.index, fc.to_dict("records"))],
@@ -152,7 +153,10 @@ def _print_tables(results: dict[str, Any], levels) -> None:
         cov = r["interval_coverage_cv"].get(str(lv))
         console.print(f"[bold]{name}[/] \\[{r['unit']}]: last observed {r['history']['last_value']:.4g} "
                       f"({r['history']['end']:%Y-%m-%d %H:%M})", highlight=False)
-        console.print(f"  model     {r['model']} (transform {r['transform']}, seasons {r['season_lengths']})",
+        day = r.get("unconfirmed_day")
+        tried = "" if not day else (f"; the day ({day['steps']} steps) tried though the test did not confirm it: "
+                                    f"{'used' if day['used'] else 'not used'}")
+        console.print(f"  model     {r['model']} (transform {r['transform']}, seasons {r['season_lengths']}{tried})",
                       highlight=False)
         console.print(f"  backtest  MASE {r['chosen_backtest']['mase']:.3f}, sMAPE {r['chosen_backtest']['smape']:.2f} %, "
                       f"{lv} % interval coverage (cross-validated) {'-' if cov is None else f'{cov:.2f}'}",

@@ -102,3 +102,21 @@ def test_golden_pool_choice_between_the_test_verdict_and_the_unconfirmed_day():
     # no cycle pool: select's result and no choice
     assert select_pools(tuple(plain), fc_z, actual, _identity, 1.0) == (*select(tuple(plain), fc_z, actual,
                                                                                 _identity, 1.0), None)
+
+
+def test_pools_are_compared_on_left_out_windows_even_where_select_had_no_size_to_choose():
+    from capplan.forecasting.api import select_pools
+
+    # Two windows, one size (2), so select cross-validates nothing. Without the day: c (1, 1), a (0, 3),
+    # b (3, 0), d (2, 2) per window -> c and a chosen, backtest MASE (0.5 + 2) / 2 = 1.25; left out, each
+    # window gets the two best on the other window (b, c for the first: 2; a, c for the second: 2) -> 2.0.
+    # With the day: 1.5 and 1.75 in both windows -> 1.625 either way. Compared in-sample, the day would
+    # lose (1.625 > 1.25); on left-out windows it wins (1.625 < 2.0).
+    misses = {"c": (1, 1), "a": (0, 3), "b": (3, 0), "d": (2, 2), "a@24": (1.5, 1.5), "b@24": (1.75, 1.75)}
+    fc_z = {c: np.repeat(np.array(m, dtype=float)[:, None], 4, axis=1) for c, m in misses.items()}
+    components, _, cv, choice = select_pools(tuple(misses), fc_z, np.zeros((2, 4)), _identity, 1.0, sizes=(2,))
+    assert components == ("a@24", "b@24") and cv == {}
+    assert choice["cross_validated_mase"] == {"without": 2.0, "with": 1.625} and choice["used"] is True
+    # mixed periods are refused: one unconfirmed day per series
+    with pytest.raises(ValueError, match="one period"):
+        select_pools(("c", "a@24", "a@168"), {**fc_z, "a@168": fc_z["a"]}, np.zeros((2, 4)), _identity, 1.0)
