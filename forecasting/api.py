@@ -389,7 +389,7 @@ def _choose(z: np.ndarray, horizon: int, seasons: tuple[int, ...], names: tuple[
     # Older origins add errors from more varied stretches of history, and errors the choice was not tuned on.
     # They may fit on less history than the choice did (down to a quarter of it and three cycles),
     # so that a short series' own past level shifts are among the errors the intervals learn from.
-    cycle = min((p for p in (cycle_of(c, seasons) for c in components) if p), default=None)
+    cycle = cycle_of(components[0], seasons)  # the components come from one pool: one cycle
     cal_min_train = max(2, int(CALIBRATION_MIN_TRAIN_SHARE * n), 3 * cycle if cycle else 2)
     older = [c for c in backtest.cutoffs(n, h_bt, calibration_windows, step=step, min_train=min(min_train, cal_min_train))
              if c not in cuts]

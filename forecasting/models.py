@@ -12,9 +12,9 @@ every model, so models can be combined and compared on equal terms.
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
