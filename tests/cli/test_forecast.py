@@ -48,6 +48,9 @@ def test_json_reports_each_target(db):
     daily = out["requests_per_day"]
     assert daily["unit"] == "requests/day"
     assert daily["model"] in {**daily["candidates_backtest"], daily["model"]: 0}
+    # the day is tried unconfirmed only on sub-daily data whose cycle the test missed: not on daily data,
+    # nor on these hours, whose 24-hour cycle is plain
+    assert daily["unconfirmed_day"] is None and out["hourly_avg_qps"]["unconfirmed_day"] is None
     # every day holds the same 24-hour cycle, so the forecast is that day's count (the gap day is filled)
     per_day = sum(min(60, math.ceil(20 + 15 * math.sin(2 * math.pi * h / 24))) for h in range(24))
     assert daily["forecast"][0]["mean"] == pytest.approx(per_day, rel=0.02)
